@@ -1,0 +1,103 @@
+// swift-tools-version:6.2
+import PackageDescription
+
+// Swift 6 language mode everywhere; full data-race checking comes with it.
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "revsync",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "RevsyncWire", targets: ["RevsyncWire"]),
+        .library(name: "RevsyncServer", targets: ["RevsyncServer"]),
+        .executable(name: "revsync", targets: ["revsync"]),
+    ],
+    dependencies: [
+        // Default traits make `swift build` and `swift test` pass different flags,
+        // which recompiles Hummingbird on every switch (see PITFALLS.md).
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/adam-fowler/compress-nio", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+    ],
+    targets: [
+        // The contract's JSON shapes and the dataset schema model. Foundation only.
+        .target(name: "RevsyncWire", swiftSettings: swiftSettings),
+        // The server's sync rules as pure functions over values: no I/O.
+        .target(name: "RevsyncRules", dependencies: ["RevsyncWire"], swiftSettings: swiftSettings),
+        // HTTP, PostgreSQL and metrics shells around the rules.
+        .target(
+            name: "RevsyncServer",
+            dependencies: [
+                "RevsyncWire",
+                "RevsyncRules",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "CompressNIO", package: "compress-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Debian's hiredis (libhiredis-dev) as a Swift module.
+        .systemLibrary(name: "CHiredis", path: "Sources/CHiredis", pkgConfig: "hiredis"),
+        // A small Redis client on hiredis; blocking calls run on a thread pool.
+        .target(
+            name: "RevsyncRedis",
+            dependencies: [
+                "CHiredis",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The device side of the contract: SQLite store, outbox, sync loop.
+        .target(
+            name: "RevsyncDevice",
+            dependencies: [
+                "RevsyncWire",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "CompressNIO", package: "compress-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "revsync",
+            dependencies: [
+                "RevsyncServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(name: "RevsyncWireTests", dependencies: ["RevsyncWire"], swiftSettings: swiftSettings),
+        .testTarget(name: "RevsyncRulesTests", dependencies: ["RevsyncRules"], swiftSettings: swiftSettings),
+        .testTarget(name: "RevsyncRedisTests", dependencies: ["RevsyncRedis"], swiftSettings: swiftSettings),
+        .testTarget(name: "RevsyncDeviceTests", dependencies: ["RevsyncDevice"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "RevsyncServerTests",
+            dependencies: [
+                "RevsyncServer",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

@@ -1,0 +1,100 @@
+import RevsyncWire
+
+/// The dataset's schema as the device uses it: `GET /schema`'s document, checked
+/// once and indexed for lookups by name and for the references between entities.
+public struct LocalSchema: Sendable, Hashable {
+    /// A reference from `child.attribute` to a parent entity, with its on-delete rule.
+    public struct Relation: Sendable, Hashable {
+        public var child: String
+        public var attribute: String
+        public var rule: OnDeleteRule
+    }
+
+    public let document: SchemaDocument
+    private let entityIndex: [String: Int]
+    private let attributeIndex: [String: [String: AttributeDescription]]
+    private let referenceIndex: [String: [AttributeDescription]]
+    private let incoming: [String: [Relation]]
+
+    /// Names reserved by the device's own SQLite tables and record columns.
+    static let reservedAttributeNames: Set<String> = ["id", "revision", ReservedAttribute.oldId]
+
+    public init(_ document: SchemaDocument) throws(DeviceError) {
+        var entityIndex: [String: Int] = [:]
+        var attributeIndex: [String: [String: AttributeDescription]] = [:]
+        var referenceIndex: [String: [AttributeDescription]] = [:]
+        for (index, entity) in document.entities.enumerated() {
+            guard Self.isIdentifier(entity.name), !entity.name.hasPrefix("revsync_"), !entity.name.hasPrefix("sqlite_") else {
+                throw .invalidSchema("entity name \"\(entity.name)\" is not lowercase letters, digits and _, or is reserved")
+            }
+            guard entityIndex.updateValue(index, forKey: entity.name) == nil else {
+                throw .invalidSchema("entity \"\(entity.name)\" appears twice")
+            }
+            var attributes: [String: AttributeDescription] = [:]
+            for attribute in entity.attributes {
+                guard Self.isIdentifier(attribute.name), !Self.reservedAttributeNames.contains(attribute.name) else {
+                    throw .invalidSchema("attribute name \"\(attribute.name)\" of \(entity.name) is not usable")
+                }
+                guard attributes.updateValue(attribute, forKey: attribute.name) == nil else {
+                    throw .invalidSchema("attribute \"\(attribute.name)\" of \(entity.name) appears twice")
+                }
+                if attribute.references != nil {
+                    guard attribute.type == .integer else {
+                        throw .invalidSchema("reference \"\(attribute.name)\" of \(entity.name) must be an integer")
+                    }
+                    referenceIndex[entity.name, default: []].append(attribute)
+                }
+            }
+            attributeIndex[entity.name] = attributes
+        }
+        var incoming: [String: [Relation]] = [:]
+        for entity in document.entities {
+            for attribute in referenceIndex[entity.name] ?? [] {
+                guard let target = attribute.references, entityIndex[target] != nil else {
+                    throw .invalidSchema("\(entity.name).\(attribute.name) references unknown entity \"\(attribute.references ?? "")\"")
+                }
+                // The server treats a reference without a rule as restrict.
+                incoming[target, default: []].append(
+                    Relation(child: entity.name, attribute: attribute.name, rule: attribute.onDelete ?? .restrict))
+            }
+        }
+        self.document = document
+        self.entityIndex = entityIndex
+        self.attributeIndex = attributeIndex
+        self.referenceIndex = referenceIndex
+        self.incoming = incoming
+    }
+
+    public var version: Int { document.version }
+
+    /// Entities in the schema's order.
+    public var entities: [EntityDescription] { document.entities }
+
+    public func entityIfKnown(_ name: String) -> EntityDescription? {
+        entityIndex[name].map { document.entities[$0] }
+    }
+
+    public func entity(_ name: String) throws(DeviceError) -> EntityDescription {
+        guard let entity = entityIfKnown(name) else { throw .unknownEntity(name) }
+        return entity
+    }
+
+    public func attribute(_ entity: String, _ name: String) -> AttributeDescription? {
+        attributeIndex[entity]?[name]
+    }
+
+    /// The attributes of `entity` that reference other records.
+    public func referenceAttributes(of entity: String) -> [AttributeDescription] {
+        referenceIndex[entity] ?? []
+    }
+
+    /// Every reference, in any entity, to records of `entity`.
+    public func relations(to entity: String) -> [Relation] {
+        incoming[entity] ?? []
+    }
+
+    static func isIdentifier(_ name: String) -> Bool {
+        guard let first = name.utf8.first, !(48...57).contains(first), name.utf8.count <= 63 else { return false }
+        return name.utf8.allSatisfy { (97...122).contains($0) || (48...57).contains($0) || $0 == UInt8(ascii: "_") }
+    }
+}

@@ -1,0 +1,68 @@
+import RevsyncWire
+
+/// The device's bookkeeping besides its records.
+public struct DeviceMeta: Sendable, Hashable {
+    /// The revision the device has fully applied (0 for a new device).
+    public var maxRevision: Int64
+    /// The `seq` the next local change set gets.
+    public var nextSeq: Int64
+    /// The temporary id the next created record gets (negative, counting down).
+    public var nextTemporaryId: Int64
+    /// Whether the device has loaded a snapshot.
+    public var bootstrapped: Bool
+
+    public init(maxRevision: Int64 = 0, nextSeq: Int64 = 1, nextTemporaryId: Int64 = -1, bootstrapped: Bool = false) {
+        self.maxRevision = maxRevision
+        self.nextSeq = nextSeq
+        self.nextTemporaryId = nextTemporaryId
+        self.bootstrapped = bootstrapped
+    }
+}
+
+/// Storage for the pure sync rules: the local view of every entity's records,
+/// the outbox, the counters and the temporary id map.
+///
+/// The rules call it synchronously inside one unit of work (one SQLite
+/// transaction for the real store), so an implementation never sees a partial
+/// edit or a partially applied response from outside. Implementations are not
+/// meant to be shared across threads.
+public protocol RecordStore: AnyObject {
+    func record(_ entity: String, id: Int64) throws -> DeviceRecord?
+    /// Inserts or replaces a complete record.
+    func put(_ entity: String, _ record: DeviceRecord) throws
+    /// Removes a record; false when there was none.
+    @discardableResult func remove(_ entity: String, id: Int64) throws -> Bool
+    /// Ids of the records of `entity` whose integer `attribute` equals `value`.
+    func ids(_ entity: String, where attribute: String, equals value: Int64) throws -> [Int64]
+    func records(_ entity: String, matching query: RecordQuery) throws -> [DeviceRecord]
+    /// Removes every record of every entity (outbox, counters and map stay).
+    func removeAllRecords() throws
+
+    func meta() throws -> DeviceMeta
+    func setMeta(_ meta: DeviceMeta) throws
+
+    /// Pending change sets in `seq` order, each with its `seq`.
+    func outbox() throws -> [ChangeSet]
+    /// Adds a change set whose `seq` is set and above every pending one.
+    func appendToOutbox(_ changeSet: ChangeSet) throws
+    /// Replaces the pending change set with the same `seq`.
+    func replaceInOutbox(_ changeSet: ChangeSet) throws
+    func removeFromOutbox(seq: Int64) throws
+
+    func temporaryIdMapping(_ temporaryId: Int64) throws -> TemporaryIdMapping?
+    func setTemporaryIdMapping(_ temporaryId: Int64, to mapping: TemporaryIdMapping) throws
+}
+
+extension RecordStore {
+    /// The permanent id of a temporary one the server has mapped, when it is of `entity`.
+    func permanentId(of entity: String, for temporaryId: Int64) throws -> Int64? {
+        guard temporaryId < 0, let mapping = try temporaryIdMapping(temporaryId), mapping.entity == entity else { return nil }
+        return mapping.permanentId
+    }
+
+    /// The id a record is stored under now: a mapped temporary id's permanent id, else `id`.
+    func currentId(of entity: String, _ id: Int64) throws -> Int64 {
+        guard id < 0, try record(entity, id: id) == nil else { return id }
+        return try permanentId(of: entity, for: id) ?? id
+    }
+}

@@ -1,0 +1,199 @@
+import RevsyncWire
+
+/// What applying one sync response did.
+public struct SyncOutcome: Sendable, Hashable {
+    /// `seq`s of local change sets the server committed (removed from the outbox).
+    public var acknowledged: [Int64] = []
+    /// Rejected local change sets, in the response's order.
+    public var conflicts: [ConflictNotification] = []
+    public var idMappings: [IdMapping] = []
+    public var changes = RecordChanges()
+    /// Committed change sets received (acknowledgements included).
+    public var committedChangeSets = 0
+    /// The device's revision after the response.
+    public var maxRevision: Int64 = 0
+    /// The server has more catch-up: call again.
+    public var more = false
+
+    public init() {}
+}
+
+/// Applies a `/sync` response to a store: the pure heart of the device engine.
+///
+/// In order: every committed change set (acknowledgements of this device's own
+/// ones map temporary ids and leave the outbox; catch-up writes the server's
+/// values unless the store already holds a newer revision of the record), then
+/// each corrective set (the server's truth replaces, re-creates or drops
+/// records; the rejected change set leaves the outbox and is reported), then the
+/// new `maxRevision`, then the pending change sets are replayed on top.
+public struct ResponseApplier: Sendable {
+    public let schema: LocalSchema
+
+    public init(schema: LocalSchema) {
+        self.schema = schema
+    }
+
+    public func apply(_ response: SyncResponse, to store: any RecordStore) throws -> SyncOutcome {
+        var session = try Session(schema: schema, store: store)
+        for changeSet in response.changeSets {
+            if changeSet.conflict == true {
+                try session.applyCorrective(changeSet)
+            } else {
+                try session.applyCommitted(changeSet)
+            }
+        }
+        return try session.finish(maxRevision: response.maxRevision, more: response.more ?? false)
+    }
+}
+
+extension ResponseApplier {
+    /// The state of one response's application.
+    struct Session {
+        let schema: LocalSchema
+        let store: any RecordStore
+        var editor: StoreEditor
+        var meta: DeviceMeta
+        /// Everything up to here is already in the store (an earlier response or a snapshot).
+        let seenUpTo: Int64
+        var outbox: [ChangeSet]
+        var rewrittenSeqs: Set<Int64> = []
+        var removedSeqs: Set<Int64> = []
+        var outcome = SyncOutcome()
+
+        init(schema: LocalSchema, store: any RecordStore) throws {
+            self.schema = schema
+            self.store = store
+            self.editor = StoreEditor(store: store, schema: schema)
+            self.meta = try store.meta()
+            self.seenUpTo = meta.maxRevision
+            self.outbox = try store.outbox()
+        }
+
+        mutating func applyCommitted(_ changeSet: ChangeSet) throws {
+            outcome.committedChangeSets += 1
+            try adoptMappings(from: changeSet)
+            let revision = changeSet.revision ?? 0
+            // An acknowledgement repeated after a re-bootstrap, or a duplicate: the
+            // store already reflects it (and possibly later writes); only its id
+            // mappings and its outbox entry matter.
+            if changeSet.revision == nil || revision > seenUpTo {
+                for entity in changeSet.types where schema.entityIfKnown(entity) != nil {
+                    guard let changes = changeSet.entities[entity] else { continue }
+                    for id in changes.create { try writeCommitted(entity, id, changes.attributes[id] ?? [:], revision, complete: true) }
+                    for id in changes.update { try writeCommitted(entity, id, changes.attributes[id] ?? [:], revision, complete: false) }
+                    // The server lists cascaded deletes and set-null updates itself.
+                    for id in changes.delete { try editor.remove(entity, id: id) }
+                }
+            }
+            if let seq = changeSet.seq, removeFromOutbox(seq) != nil {
+                outcome.acknowledged.append(seq)
+            }
+        }
+
+        mutating func applyCorrective(_ changeSet: ChangeSet) throws {
+            let rejected = changeSet.seq.flatMap { removeFromOutbox($0) }
+            try adoptMappings(from: changeSet)
+            var restored: [String: [DeviceRecord]] = [:]
+            var dropped: [String: [Int64]] = [:]
+            for entity in changeSet.types where schema.entityIfKnown(entity) != nil {
+                guard let changes = changeSet.entities[entity] else { continue }
+                // Complete current records: the truth, whatever the local revision.
+                for id in changes.create + changes.update {
+                    let values = changes.attributes[id] ?? [:]
+                    let record = DeviceRecord(
+                        id: id, revision: values[ReservedAttribute.revision]?.integerValue ?? 0,
+                        attributes: schema.completeAttributes(values, of: entity))
+                    try editor.put(entity, record)
+                    restored[entity, default: []].append(record)
+                }
+                for id in changes.delete {
+                    try editor.remove(entity, id: id)
+                    dropped[entity, default: []].append(id)
+                }
+            }
+            // Records the rejected set created exist nowhere else, even if the corrective set omits them.
+            for entity in rejected?.types ?? [] where schema.entityIfKnown(entity) != nil {
+                for id in rejected?.entities[entity]?.create ?? [] where try store.temporaryIdMapping(id) == nil {
+                    if try editor.remove(entity, id: id), !(dropped[entity] ?? []).contains(id) {
+                        dropped[entity, default: []].append(id)
+                    }
+                }
+            }
+            let reason = changeSet.reason
+                ?? ConflictReason(code: .invalid, entity: nil, id: nil, message: "the server rejected the change set without a reason")
+            outcome.conflicts.append(
+                ConflictNotification(seq: changeSet.seq, reason: reason, rejected: rejected, restored: restored, dropped: dropped))
+        }
+
+        /// Writes a committed record unless the store holds a newer revision of it.
+        private mutating func writeCommitted(_ entity: String, _ id: Int64, _ values: Attributes, _ changeSetRevision: Int64, complete: Bool) throws {
+            let revision = values[ReservedAttribute.revision]?.integerValue ?? changeSetRevision
+            let existing = try store.record(entity, id: id)
+            if let existing, existing.revision > revision { return }
+            if complete {
+                let attributes = schema.completeAttributes(values, of: entity, over: existing?.attributes ?? [:])
+                try editor.put(entity, DeviceRecord(id: id, revision: revision, attributes: attributes))
+            } else {
+                // An update of a record the device does not have: it is pending a local
+                // delete (the server will answer that change set) or was never seen.
+                guard var record = existing else { return }
+                record.attributes.merge(schema.storedAttributes(values, of: entity)) { _, new in new }
+                record.revision = revision
+                try editor.put(entity, record)
+            }
+        }
+
+        /// Records `__oldId__` mappings: the temporary record goes, references to it
+        /// (stored and pending) now point at the permanent id.
+        private mutating func adoptMappings(from changeSet: ChangeSet) throws {
+            var found: [Int64: TemporaryIdMapping] = [:]
+            for entity in changeSet.types {
+                guard let changes = changeSet.entities[entity] else { continue }
+                for id in changes.create + changes.update {
+                    guard let old = changes.attributes[id]?[ReservedAttribute.oldId]?.integerValue, old < 0, id > 0 else { continue }
+                    found[old] = TemporaryIdMapping(entity: entity, permanentId: id)
+                }
+            }
+            guard !found.isEmpty else { return }
+            for (temporaryId, mapping) in found.sorted(by: { $0.key > $1.key }) {
+                if try store.temporaryIdMapping(temporaryId) != mapping {
+                    try store.setTemporaryIdMapping(temporaryId, to: mapping)
+                }
+                if schema.entityIfKnown(mapping.entity) != nil {
+                    try editor.remove(mapping.entity, id: temporaryId)
+                    try editor.replaceReferences(to: mapping.entity, from: temporaryId, to: mapping.permanentId)
+                }
+                outcome.idMappings.append(IdMapping(entity: mapping.entity, temporaryId: temporaryId, permanentId: mapping.permanentId))
+            }
+            for index in outbox.indices {
+                let rewritten = IdRewriter.rewrite(outbox[index], schema: schema) { entity, id in
+                    found[id].flatMap { $0.entity == entity ? $0.permanentId : nil }
+                }
+                if rewritten != outbox[index], let seq = rewritten.seq {
+                    outbox[index] = rewritten
+                    rewrittenSeqs.insert(seq)
+                }
+            }
+        }
+
+        private mutating func removeFromOutbox(_ seq: Int64) -> ChangeSet? {
+            guard let index = outbox.firstIndex(where: { $0.seq == seq }) else { return nil }
+            removedSeqs.insert(seq)
+            return outbox.remove(at: index)
+        }
+
+        mutating func finish(maxRevision: Int64, more: Bool) throws -> SyncOutcome {
+            for seq in removedSeqs { try store.removeFromOutbox(seq: seq) }
+            for changeSet in outbox where changeSet.seq.map(rewrittenSeqs.contains) == true {
+                try store.replaceInOutbox(changeSet)
+            }
+            meta.maxRevision = max(meta.maxRevision, maxRevision)
+            try store.setMeta(meta)
+            try OutboxReplayer.replay(outbox, editor: &editor)
+            outcome.maxRevision = meta.maxRevision
+            outcome.more = more
+            outcome.changes = editor.changes
+            return outcome
+        }
+    }
+}

@@ -1,0 +1,33 @@
+import RevsyncWire
+
+/// Replaces the local records by a snapshot (`GET /snapshot`), keeping pending changes.
+public enum SnapshotLoader {
+    /// Loads `snapshot` into `store`: every record is replaced by the snapshot's,
+    /// `maxRevision` becomes its revision, and the outbox is replayed on top.
+    /// The outbox, counters and temporary id map are kept, so pending edits
+    /// survive a re-bootstrap and are sent afterwards.
+    /// - Returns: the number of records loaded.
+    @discardableResult
+    public static func load(_ snapshot: SyncResponse, into store: any RecordStore, schema: LocalSchema) throws -> Int {
+        try store.removeAllRecords()
+        var count = 0
+        for changeSet in snapshot.changeSets {
+            for entity in changeSet.types where schema.entityIfKnown(entity) != nil {
+                guard let changes = changeSet.entities[entity] else { continue }
+                for id in changes.create + changes.update {
+                    let values = changes.attributes[id] ?? [:]
+                    let revision = values[ReservedAttribute.revision]?.integerValue ?? changeSet.revision ?? snapshot.maxRevision
+                    try store.put(entity, DeviceRecord(id: id, revision: revision, attributes: schema.completeAttributes(values, of: entity)))
+                    count += 1
+                }
+            }
+        }
+        var meta = try store.meta()
+        meta.maxRevision = snapshot.maxRevision
+        meta.bootstrapped = true
+        try store.setMeta(meta)
+        var editor = StoreEditor(store: store, schema: schema)
+        try OutboxReplayer.replay(try store.outbox(), editor: &editor)
+        return count
+    }
+}

@@ -1,0 +1,31 @@
+/// What the sync loop does after a failed `/sync` call.
+public enum SyncRecovery: Sendable, Hashable {
+    /// Pause (the server's Retry-After, else the backoff) and send again: same `seq`s, so safe.
+    case retry(after: Duration?)
+    /// Load a fresh snapshot (pending changes kept), then send again.
+    case bootstrap
+    /// Renumber the pending change sets from `expected`, then send again.
+    case renumber(expected: Int64)
+    /// Send fewer change sets.
+    case shrinkBatch
+    /// Stop and throw: retrying cannot help.
+    case fail
+
+    /// The decision for `error` on a request that carried `changeSetCount` change sets.
+    public static func decide(for error: SyncTransportError, changeSetCount: Int) -> SyncRecovery {
+        switch error {
+        case .snapshotRequired, .revisionAhead:
+            return .bootstrap
+        case .sequenceGap(let expected, _):
+            return .renumber(expected: expected)
+        case .tooLarge:
+            return changeSetCount > 1 ? .shrinkBatch : .fail
+        case .unavailable(let retryAfter, _):
+            return .retry(after: retryAfter)
+        case .serverError, .connection, .invalidResponse:
+            return .retry(after: nil)
+        case .unauthorized, .unsupportedEncoding, .rejected:
+            return .fail
+        }
+    }
+}

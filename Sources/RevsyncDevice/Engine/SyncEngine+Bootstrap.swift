@@ -1,0 +1,34 @@
+import GRDB
+import Logging
+import RevsyncWire
+
+extension SyncEngine {
+    /// Fetches the schema and a snapshot and loads them in one SQLite
+    /// transaction. The caller holds the sync slot.
+    func bootstrapLocked(token: String) async throws {
+        let layout = try await install(try await transport.schema(token: token))
+        let snapshot = try await transport.snapshot(token: token)
+        let unknown = layout.schema.unknownNames(in: snapshot)
+        guard unknown.isEmpty else { throw DeviceError.unknownNamesInResponse(unknown) }
+        let count = try await database.writer.write { db in
+            try SnapshotLoader.load(snapshot, into: SQLiteRecordStore(db, layout: layout), schema: layout.schema)
+        }
+        logger.info("bootstrapped from snapshot", metadata: ["records": "\(count)", "maxRevision": "\(snapshot.maxRevision)"])
+        changeBroadcaster.publish(ChangeEvent(origin: .bootstrap, records: RecordChanges()))
+    }
+
+    /// Creates the tables `document` needs (new entities and attributes are added
+    /// to existing tables) and makes it the schema in use.
+    func install(_ document: SchemaDocument) async throws -> SQLiteLayout {
+        let schema = try LocalSchema(document)
+        if let layout, layout.schema == schema { return layout }
+        try await database.writer.write { db in
+            try DeviceDatabase.ensureTables(for: schema, in: db)
+            try DeviceInfo.writeSchema(document, in: db)
+        }
+        let layout = SQLiteLayout(schema: schema)
+        self.layout = layout
+        logger.debug("schema installed", metadata: ["version": "\(document.version)"])
+        return layout
+    }
+}

@@ -1,0 +1,243 @@
+import GRDB
+import Logging
+import RevsyncWire
+
+extension SyncEngine {
+    /// Syncs until the device has sent everything pending and received
+    /// everything the server has: bootstraps a new device first, sends the
+    /// outbox (in batches), applies each response in one local transaction, follows
+    /// `more`, and sends edits made meanwhile.
+    ///
+    /// Transient failures (timeouts, connection errors, 5xx, 503) are retried
+    /// with backoff and jitter up to `retry.maxAttempts`; a resend carries the
+    /// same `seq`s, so the server never applies a change set twice.
+    /// `snapshot_required` and `revision_ahead` re-bootstrap (pending changes kept),
+    /// `sequence_gap` renumbers the outbox, `too_large` sends fewer change sets.
+    /// Other errors are thrown. Only one sync runs at a time; a second call waits.
+    @discardableResult
+    public func syncOnce() async throws -> SyncReport {
+        try checkOpen()
+        await acquireSyncSlot()
+        defer { releaseSyncSlot() }
+        return try await performRound()
+    }
+
+    /// Loads the server's schema and a snapshot of its data, replacing the local
+    /// records but keeping pending local changes on top. `syncOnce()` does this
+    /// by itself for a new device and when the server asks for it.
+    public func bootstrap() async throws {
+        try checkOpen()
+        let token = try requireToken()
+        await acquireSyncSlot()
+        defer { releaseSyncSlot() }
+        var report = SyncReport()
+        try await retrying(&report) { try await self.bootstrapLocked(token: token) }
+    }
+
+    /// Syncs now and after every local change (or `pollInterval` without one),
+    /// until the task is cancelled. Transient failures wait and try again;
+    /// errors retrying cannot fix (401, a change set the server refuses as
+    /// malformed or too large) are thrown.
+    public func run() async throws {
+        var failures = 0
+        while !Task.isCancelled, !closed {
+            do {
+                try await syncOnce()
+                failures = 0
+            } catch is CancellationError {
+                return
+            } catch let error as SyncTransportError where error.isRetryable {
+                failures += 1
+                logger.warning("sync round failed; will retry", metadata: ["error": "\(error)", "failures": "\(failures)"])
+                try? await configuration.sleep(configuration.retry.delay(forAttempt: failures, jitter: configuration.random()))
+                continue
+            } catch DeviceError.unansweredChangeSets(let seqs) {
+                failures += 1
+                logger.warning("server left change sets unanswered; will resend", metadata: ["seqs": "\(seqs)"])
+                try? await configuration.sleep(configuration.retry.delay(forAttempt: failures, jitter: configuration.random()))
+                continue
+            } catch DeviceError.closed {
+                return
+            }
+            await waitForWork(timeout: configuration.pollInterval)
+        }
+    }
+
+    // MARK: The round
+
+    func performRound() async throws -> SyncReport {
+        let token = try requireToken()
+        var report = SyncReport()
+        let bootstrapped = try await isBootstrapped()
+        if layout == nil || !bootstrapped {
+            try await retrying(&report) { try await self.bootstrapLocked(token: token) }
+            report.bootstrapped = true
+        }
+        var limit = max(1, configuration.maxChangeSetsPerRequest)
+        var attempt = 0
+        var renumbered = false
+        var rebootstrapped = false
+        while true {
+            try Task.checkCancellation()
+            try checkOpen()
+            let layout = try requireLayout()
+            let request = try await database.writer.read { [limit] db in
+                try RequestBuilder.build(from: SQLiteRecordStore(db, layout: layout), schema: layout.schema, limit: limit)
+            }
+            report.requests += 1
+            report.sentChangeSets += request.changeSets.count
+            let response: SyncResponse
+            do {
+                response = try await transport.sync(request, token: token)
+            } catch let error as SyncTransportError {
+                switch SyncRecovery.decide(for: error, changeSetCount: request.changeSets.count) {
+                case .retry(let after):
+                    attempt += 1
+                    if let maxAttempts = configuration.retry.maxAttempts, attempt >= maxAttempts { throw error }
+                    report.retries += 1
+                    let delay = after ?? configuration.retry.delay(forAttempt: attempt, jitter: configuration.random())
+                    logger.debug("sync failed; retrying", metadata: ["error": "\(error)", "attempt": "\(attempt)", "delay": "\(delay)"])
+                    try await configuration.sleep(delay)
+                case .bootstrap:
+                    // Once per round: a server that keeps asking is not helped by a loop.
+                    guard !rebootstrapped else { throw error }
+                    rebootstrapped = true
+                    logger.info("server asked for a new snapshot", metadata: ["error": "\(error)"])
+                    try await retrying(&report) { try await self.bootstrapLocked(token: token) }
+                    report.bootstrapped = true
+                case .renumber(let expected):
+                    guard !renumbered, try await renumberOutbox(from: expected) else { throw error }
+                    renumbered = true
+                    logger.warning("server expects another seq; renumbered pending change sets", metadata: ["expected": "\(expected)"])
+                case .shrinkBatch:
+                    limit = max(1, request.changeSets.count / 2)
+                case .fail:
+                    if case .tooLarge = error, let seq = request.changeSets.first?.seq { throw DeviceError.changeSetTooLarge(seq: seq) }
+                    throw error
+                }
+                continue
+            }
+            attempt = 0
+
+            let outcome = try await apply(response, token: token)
+            report.acknowledged += outcome.acknowledged
+            report.conflicts += outcome.conflicts
+            report.receivedChangeSets += outcome.committedChangeSets
+            report.maxRevision = outcome.maxRevision
+            publish(outcome)
+
+            if outcome.more { continue }
+            let pending = try await pendingSeqs()
+            let sent = Set(request.changeSets.compactMap(\.seq))
+            let unanswered = pending.filter(sent.contains)
+            guard unanswered.isEmpty else { throw DeviceError.unansweredChangeSets(unanswered) }
+            // Edits made while the request was in flight, or the rest of a batch.
+            if pending.isEmpty { return report }
+        }
+    }
+
+    /// Applies a response in one SQLite transaction, first installing a newer
+    /// schema if the response uses names the current one lacks.
+    func apply(_ response: SyncResponse, token: String) async throws -> SyncOutcome {
+        var layout = try requireLayout()
+        if !layout.schema.unknownNames(in: response).isEmpty {
+            layout = try await install(try await transport.schema(token: token))
+            let unknown = layout.schema.unknownNames(in: response)
+            guard unknown.isEmpty else { throw DeviceError.unknownNamesInResponse(unknown) }
+        }
+        return try await database.writer.write { [layout] db in
+            let store = SQLiteRecordStore(db, layout: layout)
+            var outcome = try ResponseApplier(schema: layout.schema).apply(response, to: store)
+            outcome.conflicts = try store.saveConflicts(outcome.conflicts)
+            return outcome
+        }
+    }
+
+    func publish(_ outcome: SyncOutcome) {
+        if !outcome.changes.isEmpty || !outcome.idMappings.isEmpty {
+            changeBroadcaster.publish(ChangeEvent(origin: .sync, records: outcome.changes, idMappings: outcome.idMappings))
+        }
+        for conflict in outcome.conflicts {
+            logger.info("change set rejected", metadata: ["seq": "\(conflict.seq ?? 0)", "code": "\(conflict.reason.code.rawValue)"])
+            conflictBroadcaster.publish(conflict)
+        }
+    }
+
+    /// Runs `operation`, retrying transient transport failures with backoff.
+    func retrying(_ report: inout SyncReport, _ operation: () async throws -> Void) async throws {
+        var attempt = 0
+        while true {
+            do {
+                return try await operation()
+            } catch let error as SyncTransportError where error.isRetryable {
+                attempt += 1
+                if let maxAttempts = configuration.retry.maxAttempts, attempt >= maxAttempts { throw error }
+                report.retries += 1
+                try await configuration.sleep(error.retryAfter ?? configuration.retry.delay(forAttempt: attempt, jitter: configuration.random()))
+            }
+        }
+    }
+
+    func isBootstrapped() async throws -> Bool {
+        try await database.writer.read { db in try SQLiteRecordStore.readMeta(db).bootstrapped }
+    }
+
+    func pendingSeqs() async throws -> [Int64] {
+        try await database.writer.read { db in try Int64.fetchAll(db, sql: "SELECT seq FROM revsync_outbox ORDER BY seq") }
+    }
+
+    func renumberOutbox(from expected: Int64) async throws -> Bool {
+        let layout = try requireLayout()
+        return try await database.writer.write { db in
+            try OutboxRenumbering.renumber(SQLiteRecordStore(db, layout: layout), from: expected)
+        }
+    }
+
+    // MARK: One at a time
+
+    func acquireSyncSlot() async {
+        guard syncing else {
+            syncing = true
+            return
+        }
+        await withCheckedContinuation { syncWaiters.append($0) }
+    }
+
+    func releaseSyncSlot() {
+        if syncWaiters.isEmpty {
+            syncing = false
+        } else {
+            // The slot passes straight to the next waiter.
+            syncWaiters.removeFirst().resume()
+        }
+    }
+
+    // MARK: Waiting for work
+
+    func wake() {
+        if let continuation = wakeContinuation {
+            wakeContinuation = nil
+            continuation.resume()
+        } else {
+            wakePending = true
+        }
+    }
+
+    /// Returns after a local change, `timeout`, `close()` or cancellation.
+    func waitForWork(timeout: Duration) async {
+        if wakePending || closed {
+            wakePending = false
+            return
+        }
+        let sleep = configuration.sleep
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                try? await sleep(timeout)
+                await self.wake()
+            }
+            await withCheckedContinuation { wakeContinuation = $0 }
+            group.cancelAll()
+        }
+        wakePending = false
+    }
+}

@@ -1,0 +1,215 @@
+import GRDB
+import Logging
+import RevsyncWire
+
+/// The device engine: an offline-first local store that syncs with the Revsync
+/// server over `POST /sync`.
+///
+/// ```swift
+/// let engine = try SyncEngine(databasePath: path, transport: HTTPSyncTransport(configuration: .init(baseURL: url)))
+/// if try await !engine.status().registered {
+///     try await engine.register(DeviceRegistration(name: "ipad-7", user: "ana", role: "member"), adminToken: admin)
+/// }
+/// try await engine.syncOnce()                       // bootstraps a new device from /snapshot
+/// let teamId = try await engine.transaction { tx in try tx.create("teams", ["league_id": 1, "name": "Owls"]) }
+/// ```
+///
+/// Every local transaction and every applied response is one SQLite
+/// transaction; pending change sets live in the same file, so the engine can be
+/// killed at any point and reopened on the file without losing or repeating
+/// anything. See docs/device.md.
+public actor SyncEngine {
+    let database: DeviceDatabase
+    let transport: any SyncTransport
+    let configuration: SyncEngineConfiguration
+    var logger: Logger { configuration.logger }
+
+    /// The entity tables' SQL; nil until a schema is installed (at bootstrap).
+    var layout: SQLiteLayout?
+    var token: String?
+    var deviceId: String?
+
+    let changeBroadcaster = Broadcaster<ChangeEvent>()
+    let conflictBroadcaster = Broadcaster<ConflictNotification>()
+
+    // One sync (or bootstrap) at a time: the rest wait their turn.
+    var syncing = false
+    var syncWaiters: [CheckedContinuation<Void, Never>] = []
+    // `run()` sleeps until a local change or the poll interval.
+    var wakeContinuation: CheckedContinuation<Void, Never>?
+    var wakePending = false
+    var closed = false
+
+    /// Opens the engine on the SQLite file at `databasePath` (created if missing;
+    /// nil for a throwaway in-memory database). Opening needs no network.
+    public init(databasePath: String?, transport: any SyncTransport, configuration: SyncEngineConfiguration = .init()) throws {
+        let database = try DeviceDatabase.open(path: databasePath)
+        let info = try database.writer.read { try DeviceInfo.read($0) }
+        self.database = database
+        self.transport = transport
+        self.configuration = configuration
+        self.token = info.token
+        self.deviceId = info.deviceId
+        self.layout = try info.schema.map { SQLiteLayout(schema: try LocalSchema($0)) }
+    }
+
+    // MARK: Registration
+
+    /// Registers the device (`POST /devices` with the admin token) and keeps its token.
+    @discardableResult
+    public func register(_ registration: DeviceRegistration, adminToken: String) async throws -> RegisteredDevice {
+        let device = try await transport.register(registration, adminToken: adminToken)
+        try await useToken(device.token, deviceId: device.deviceId)
+        return device
+    }
+
+    /// Uses a token obtained elsewhere. It is stored in the database file.
+    public func useToken(_ token: String, deviceId: String? = nil) async throws {
+        try checkOpen()
+        try await database.writer.write { db in
+            try DeviceInfo.write(MetaKey.token, token, in: db)
+            try DeviceInfo.write(MetaKey.deviceId, deviceId, in: db)
+        }
+        self.token = token
+        self.deviceId = deviceId
+    }
+
+    /// Where the device stands.
+    public func status() async throws -> DeviceStatus {
+        try checkOpen()
+        let layout = self.layout
+        let (meta, pending) = try await database.writer.read { db in
+            let meta = try SQLiteRecordStore.readMeta(db)
+            let pending = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM revsync_outbox") ?? 0
+            return (meta, pending)
+        }
+        return DeviceStatus(
+            registered: token != nil, deviceId: deviceId, bootstrapped: meta.bootstrapped && layout != nil,
+            maxRevision: meta.maxRevision, pendingChangeSets: pending, schemaVersion: layout?.schema.version)
+    }
+
+    /// The schema in use (nil before the first bootstrap).
+    public var schema: LocalSchema? { layout?.schema }
+
+    // MARK: Local edits
+
+    /// Runs `body` as one local transaction and queues its edits as one change set.
+    ///
+    /// `body` runs on the database's writer, so it must be synchronous and
+    /// quick; if it throws, nothing of it is kept. Returns what `body` returns
+    /// (typically temporary ids of created records).
+    @discardableResult
+    public func transaction<Value: Sendable>(_ body: @Sendable (Transaction) throws -> Value) async throws -> Value {
+        try checkOpen()
+        let layout = try requireLayout()
+        let result = try await database.writer.write { db in
+            try LocalEdit.perform(on: SQLiteRecordStore(db, layout: layout), schema: layout.schema, body)
+        }
+        if let seq = result.changeSet?.seq {
+            changeBroadcaster.publish(ChangeEvent(origin: .local(seq: seq), records: result.changes))
+            wake()
+        }
+        return result.value
+    }
+
+    // MARK: Reads
+
+    /// A record as the device sees it now (pending local changes included). A
+    /// temporary id the server has since replaced still finds the record.
+    public func record(_ entity: String, id: Int64) async throws -> DeviceRecord? {
+        try checkOpen()
+        let layout = try requireLayout()
+        return try await database.writer.read { db in
+            let store = SQLiteRecordStore(db, layout: layout)
+            _ = try layout.schema.entity(entity)
+            return try store.record(entity, id: try store.currentId(of: entity, id))
+        }
+    }
+
+    /// The records of `entity` that match `query`.
+    public func records(_ entity: String, matching query: RecordQuery = .all) async throws -> [DeviceRecord] {
+        try checkOpen()
+        let layout = try requireLayout()
+        return try await database.writer.read { db in
+            let store = SQLiteRecordStore(db, layout: layout)
+            return try store.records(entity, matching: try query.checked(for: entity, schema: layout.schema, store: store))
+        }
+    }
+
+    /// The change sets not yet acknowledged or rejected, oldest first, as they will be sent.
+    public func pendingChangeSets() async throws -> [ChangeSet] {
+        try checkOpen()
+        guard let layout else { return [] }
+        return try await database.writer.read { db in
+            try RequestBuilder.build(from: SQLiteRecordStore(db, layout: layout), schema: layout.schema).changeSets
+        }
+    }
+
+    // MARK: Observing
+
+    /// Every change of the local data from now on: local transactions, applied
+    /// responses, bootstraps. Each call makes a new independent stream.
+    public nonisolated func changes() -> AsyncStream<ChangeEvent> {
+        changeBroadcaster.subscribe()
+    }
+
+    /// Rejected change sets from now on. They are also kept in the database
+    /// until dismissed (`storedConflicts()`), so a crash right after a sync
+    /// does not lose them.
+    public nonisolated func conflicts() -> AsyncStream<ConflictNotification> {
+        conflictBroadcaster.subscribe()
+    }
+
+    /// Conflict notifications received and not dismissed yet, oldest first.
+    public func storedConflicts() async throws -> [ConflictNotification] {
+        try checkOpen()
+        let layout = try requireLayout()
+        return try await database.writer.read { db in try SQLiteRecordStore(db, layout: layout).storedConflicts() }
+    }
+
+    /// Forgets stored conflict notifications up to and including `id`.
+    public func dismissConflicts(through id: Int64) async throws {
+        try checkOpen()
+        let layout = try requireLayout()
+        try await database.writer.write { db in try SQLiteRecordStore(db, layout: layout).dismissConflicts(through: id) }
+    }
+
+    // MARK: Closing
+
+    /// Ends the streams and closes the database. The transport is the caller's to shut down.
+    public func close() throws {
+        guard !closed else { return }
+        closed = true
+        changeBroadcaster.finish()
+        conflictBroadcaster.finish()
+        wake()
+        try database.writer.close()
+    }
+
+    // MARK: Helpers
+
+    func checkOpen() throws(DeviceError) {
+        if closed { throw .closed }
+    }
+
+    func requireLayout() throws(DeviceError) -> SQLiteLayout {
+        guard let layout else { throw .notBootstrapped }
+        return layout
+    }
+
+    func requireToken() throws(DeviceError) -> String {
+        guard let token else { throw .notRegistered }
+        return token
+    }
+}
+
+/// Where a device stands (`SyncEngine.status()`).
+public struct DeviceStatus: Sendable, Hashable {
+    public var registered: Bool
+    public var deviceId: String?
+    /// Whether a snapshot was loaded: the device has data and a schema.
+    public var bootstrapped: Bool
+    public var maxRevision: Int64
+    public var pendingChangeSets: Int
+    public var schemaVersion: Int?
+}

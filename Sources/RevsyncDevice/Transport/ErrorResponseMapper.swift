@@ -1,0 +1,42 @@
+import Foundation
+import RevsyncWire
+
+/// Turns a non-2xx answer into a `SyncTransportError`, from the contract's error body.
+enum ErrorResponseMapper {
+    static func error(status: Int, body: [UInt8], retryAfter: String?) -> SyncTransportError {
+        let parsed = try? JSONDecoder().decode(ErrorBody.self, from: Data(body))
+        let message = parsed?.message ?? String(decoding: body.prefix(500), as: UTF8.self)
+        let code = parsed.flatMap { ErrorCode(rawValue: $0.error) }
+        switch (status, code) {
+        case (401, _), (_, .unauthorized?):
+            return .unauthorized(message: message)
+        case (_, .sequenceGap?):
+            guard let expected = parsed?.expected else {
+                return .invalidResponse("sequence_gap without \"expected\": \(message)")
+            }
+            return .sequenceGap(expected: expected, message: message)
+        case (_, .revisionAhead?):
+            return .revisionAhead(message: message)
+        case (410, _), (_, .snapshotRequired?):
+            return .snapshotRequired(message: message)
+        case (413, _), (_, .tooLarge?):
+            return .tooLarge(message: message)
+        case (415, _), (_, .unsupportedEncoding?):
+            return .unsupportedEncoding(message: message)
+        case (503, _), (_, .unavailable?):
+            return .unavailable(retryAfter: retryAfter.flatMap(parseRetryAfter), message: message)
+        case (500..., _):
+            return .serverError(status: status, message: message)
+        default:
+            return .rejected(status: status, code: parsed?.error ?? "http_\(status)", message: message)
+        }
+    }
+
+    /// Retry-After in seconds (the HTTP-date form is not used by the server).
+    static func parseRetryAfter(_ text: String) -> Duration? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        if let seconds = Int64(trimmed), seconds >= 0 { return .seconds(seconds) }
+        if let seconds = Double(trimmed), seconds >= 0, seconds.isFinite { return .milliseconds(Int64(seconds * 1000)) }
+        return nil
+    }
+}

@@ -1,0 +1,76 @@
+import RevsyncWire
+
+/// How the engine talks to the Revsync server. `HTTPSyncTransport` is the real
+/// one; `FaultInjectingTransport` wraps any transport to lose responses or fail
+/// calls on purpose in tests.
+///
+/// Every method either returns the decoded body or throws a `SyncTransportError`
+/// (or `CancellationError`).
+public protocol SyncTransport: Sendable {
+    /// `POST /sync`.
+    func sync(_ request: SyncRequest, token: String) async throws -> SyncResponse
+    /// `GET /snapshot`: one change set of creates at a consistent revision.
+    func snapshot(token: String) async throws -> SyncResponse
+    /// `GET /schema`, with the calling device's permissions.
+    func schema(token: String) async throws -> SchemaDocument
+    /// `POST /devices` with the admin token.
+    func register(_ registration: DeviceRegistration, adminToken: String) async throws -> RegisteredDevice
+}
+
+/// A failed exchange with the server, by what the device should do about it.
+public enum SyncTransportError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// 401: the token is missing or unknown. Not retried.
+    case unauthorized(message: String)
+    /// 409 `sequence_gap`: the server wants `expected` as the next `seq`.
+    case sequenceGap(expected: Int64, message: String)
+    /// 409 `revision_ahead`: the device claims a revision the server does not have
+    /// (the server's data was reset): the device bootstraps again.
+    case revisionAhead(message: String)
+    /// 410 `snapshot_required`: the device is behind the retained log: bootstrap again.
+    case snapshotRequired(message: String)
+    /// 413 `too_large`: send fewer change sets.
+    case tooLarge(message: String)
+    /// 415 `unsupported_encoding`.
+    case unsupportedEncoding(message: String)
+    /// 503 `unavailable`, with the server's Retry-After when it gave one.
+    case unavailable(retryAfter: Duration?, message: String)
+    /// Another 4xx (`invalid_json`, `invalid_request`, `forbidden`, …): a bug, not retried.
+    case rejected(status: Int, code: String, message: String)
+    /// Another 5xx: retried.
+    case serverError(status: Int, message: String)
+    /// No answer: connection refused or reset, timeout, DNS. The request may or
+    /// may not have reached the server; retrying with the same `seq`s is safe.
+    case connection(String)
+    /// An answer that is not what the contract says (bad JSON, bad gzip, cut short). Retried.
+    case invalidResponse(String)
+
+    /// Whether the same call may simply be made again after a pause.
+    public var isRetryable: Bool {
+        switch self {
+        case .unavailable, .serverError, .connection, .invalidResponse: true
+        default: false
+        }
+    }
+
+    /// The pause the server asked for.
+    public var retryAfter: Duration? {
+        if case .unavailable(let retryAfter, _) = self { return retryAfter }
+        return nil
+    }
+
+    public var description: String {
+        switch self {
+        case .unauthorized(let message): "401 unauthorized: \(message)"
+        case .sequenceGap(let expected, let message): "409 sequence_gap (expected \(expected)): \(message)"
+        case .revisionAhead(let message): "409 revision_ahead: \(message)"
+        case .snapshotRequired(let message): "410 snapshot_required: \(message)"
+        case .tooLarge(let message): "413 too_large: \(message)"
+        case .unsupportedEncoding(let message): "415 unsupported_encoding: \(message)"
+        case .unavailable(_, let message): "503 unavailable: \(message)"
+        case .rejected(let status, let code, let message): "\(status) \(code): \(message)"
+        case .serverError(let status, let message): "\(status): \(message)"
+        case .connection(let message): "connection failed: \(message)"
+        case .invalidResponse(let message): "invalid response: \(message)"
+        }
+    }
+}

@@ -1,0 +1,189 @@
+import RevsyncWire
+
+/// Checks a change set against the schema and the device's role, before any storage is read.
+///
+/// Everything decidable from the change set alone is decided here: unknown entities
+/// and attributes, wrong types, missing required attributes, ids in the wrong list,
+/// and permissions. Existence and revisions need storage and come later.
+public struct ChangeSetValidator: Sendable {
+    public let schema: DatasetSchema
+    public let role: String
+
+    public init(schema: DatasetSchema, role: String) {
+        self.schema = schema
+        self.role = role
+    }
+
+    public func validate(_ changeSet: ChangeSet) -> Result<NormalizedChangeSet, ConflictReason> {
+        do {
+            return .success(try normalize(changeSet))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    private func normalize(_ changeSet: ChangeSet) throws(ConflictReason) -> NormalizedChangeSet {
+        var result = NormalizedChangeSet(
+            seq: changeSet.seq, types: changeSet.types, creates: [], updates: [], deletes: [],
+            createdHere: [:], temporaryIdsToResolve: [:])
+
+        // Temporary ids created anywhere in the set may be referenced from any entity in it.
+        for name in changeSet.types {
+            for id in changeSet.entities[name]?.create ?? [] where id < 0 {
+                if result.createdHere[id] != nil {
+                    throw invalid(name, id, "temporary id \(id) is created twice in this change set")
+                }
+                result.createdHere[id] = name
+            }
+        }
+
+        for name in changeSet.types {
+            guard let changes = changeSet.entities[name] else { continue }
+            guard let entity = schema.entity(named: name) else {
+                throw invalid(name, nil, "unknown entity \"\(name)\"")
+            }
+            let permissions = entity.permissions(for: role)
+            try checkLists(changes, entity: name)
+            if !changes.create.isEmpty && !permissions.create {
+                throw ConflictReason(code: .forbidden, entity: name, id: changes.create[0], message: "role \"\(role)\" may not create \(name)")
+            }
+            if !changes.update.isEmpty && !permissions.update {
+                throw ConflictReason(code: .forbidden, entity: name, id: changes.update[0], message: "role \"\(role)\" may not update \(name)")
+            }
+            if !changes.delete.isEmpty && !permissions.delete {
+                throw ConflictReason(code: .forbidden, entity: name, id: changes.delete[0], message: "role \"\(role)\" may not delete \(name)")
+            }
+            for id in changes.create {
+                let values = try checkedValues(changes.attributes[id] ?? [:], entity: entity, id: id, creating: true, result: &result)
+                result.creates.append(CreateOperation(entity: name, temporaryId: id, values: values))
+            }
+            for id in changes.update {
+                let given = changes.attributes[id] ?? [:]
+                let basis = try basisRevision(given, entity: name, id: id, operation: "update")
+                let values = try checkedValues(given, entity: entity, id: id, creating: false, result: &result)
+                try noteTemporary(id, entity: name, result: &result)
+                result.updates.append(UpdateOperation(entity: name, id: id, basis: basis, values: values))
+            }
+            for id in changes.delete {
+                let basis = try basisRevision(changes.attributes[id] ?? [:], entity: name, id: id, operation: "delete")
+                try noteTemporary(id, entity: name, result: &result)
+                result.deletes.append(DeleteOperation(entity: name, id: id, basis: basis))
+            }
+        }
+        return result
+    }
+
+    private func checkLists(_ changes: EntityChanges, entity: String) throws(ConflictReason) {
+        for id in changes.create where id >= 0 {
+            throw invalid(entity, id, "create needs a negative temporary id, not \(id)")
+        }
+        var listed: Set<Int64> = []
+        for id in changes.update + changes.delete {
+            guard id != 0 else { throw invalid(entity, id, "0 is not a record id") }
+            guard listed.insert(id).inserted else {
+                throw invalid(entity, id, "\(entity) \(id) appears twice in update and delete")
+            }
+        }
+        for id in changes.attributes.keys where !listed.contains(id) && !changes.create.contains(id) {
+            throw invalid(entity, id, "attributes for \(entity) \(id), which is not in create, update or delete")
+        }
+    }
+
+    private func basisRevision(_ given: Attributes, entity: String, id: Int64, operation: String) throws(ConflictReason) -> Int64 {
+        guard let value = given[ReservedAttribute.revision] else {
+            throw invalid(entity, id, "\(operation) of \(entity) \(id) needs \"revision\": the record's revision as last received (0 if never acknowledged)")
+        }
+        guard let revision = value.integerValue, revision >= 0 else {
+            throw invalid(entity, id, "\"revision\" of \(entity) \(id) must be a non-negative integer, not \(value.kindName)")
+        }
+        return revision
+    }
+
+    /// Checks and canonicalizes attribute values; for a create, fills omitted nullable attributes with null.
+    private func checkedValues(
+        _ given: Attributes, entity: Entity, id: Int64, creating: Bool, result: inout NormalizedChangeSet
+    ) throws(ConflictReason) -> Attributes {
+        var values: Attributes = [:]
+        for (name, value) in given where name != ReservedAttribute.revision && name != ReservedAttribute.oldId {
+            guard let attribute = entity.attribute(named: name) else {
+                throw invalid(entity.name, id, "unknown attribute \"\(name)\" of \(entity.name)")
+            }
+            values[name] = try checkedValue(value, attribute: attribute, entity: entity.name, id: id, result: &result)
+        }
+        if creating {
+            for attribute in entity.attributes where values[attribute.name] == nil {
+                guard attribute.nullable else {
+                    throw invalid(entity.name, id, "missing required attribute \"\(attribute.name)\" of \(entity.name)")
+                }
+                values[attribute.name] = .null
+            }
+        }
+        return values
+    }
+
+    private func checkedValue(
+        _ value: JSONValue, attribute: AttributeDescription, entity: String, id: Int64, result: inout NormalizedChangeSet
+    ) throws(ConflictReason) -> JSONValue {
+        func wrong(_ expected: String) -> ConflictReason {
+            invalid(entity, id, "attribute \"\(attribute.name)\" of \(entity) must be \(expected), not \(value.kindName)")
+        }
+        if value.isNull {
+            guard attribute.nullable else { throw invalid(entity, id, "attribute \"\(attribute.name)\" of \(entity) may not be null") }
+            return .null
+        }
+        switch (attribute.type, value) {
+        case (.string, .string), (.boolean, .bool), (.double, .double):
+            return value
+        case (.double, .integer(let number)):
+            return .double(Double(number))
+        case (.integer, .integer(let number)):
+            if let target = attribute.references {
+                try checkReference(number, target: target, attribute: attribute.name, entity: entity, id: id, result: &result)
+            }
+            return value
+        case (.timestamp, .string(let text)):
+            guard let canonical = Timestamp.canonical(text) else {
+                throw invalid(entity, id, "attribute \"\(attribute.name)\" of \(entity) is not a timestamp (ISO 8601 or PostgreSQL form, years 1-9999): \"\(text)\"")
+            }
+            return .string(canonical)
+        case (.string, _): throw wrong("a string")
+        case (.boolean, _): throw wrong("a boolean")
+        case (.double, _): throw wrong("a number")
+        case (.integer, _): throw wrong("an integer")
+        case (.timestamp, _): throw wrong("a timestamp string")
+        }
+    }
+
+    private func checkReference(
+        _ target: Int64, target entityName: String, attribute: String, entity: String, id: Int64, result: inout NormalizedChangeSet
+    ) throws(ConflictReason) {
+        guard target != 0 else { throw invalid(entity, id, "attribute \"\(attribute)\" of \(entity) holds 0, which is no record id") }
+        guard target < 0 else { return }
+        if let created = result.createdHere[target] {
+            guard created == entityName else {
+                throw ConflictReason(
+                    code: .reference, entity: entity, id: id,
+                    message: "attribute \"\(attribute)\" of \(entity) must reference \(entityName), but temporary id \(target) is a new \(created)")
+            }
+        } else {
+            try noteTemporary(target, entity: entityName, result: &result)
+        }
+    }
+
+    private func noteTemporary(_ id: Int64, entity: String, result: inout NormalizedChangeSet) throws(ConflictReason) {
+        guard id < 0 else { return }
+        if let created = result.createdHere[id] {
+            throw invalid(entity, id, "temporary id \(id) is created in this change set (a new \(created)) and cannot also be updated or deleted in it")
+        }
+        if let expected = result.temporaryIdsToResolve[id], expected != entity {
+            throw ConflictReason(code: .reference, entity: entity, id: id, message: "temporary id \(id) is used both as \(expected) and as \(entity)")
+        }
+        result.temporaryIdsToResolve[id] = entity
+    }
+
+    private func invalid(_ entity: String?, _ id: Int64?, _ message: String) -> ConflictReason {
+        ConflictReason(code: .invalid, entity: entity, id: id, message: message)
+    }
+}
+
+extension ConflictReason: Error {}

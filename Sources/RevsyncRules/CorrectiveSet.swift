@@ -1,0 +1,90 @@
+import RevsyncWire
+
+/// A stored record as it is now: every attribute and its revision.
+public struct StoredRecord: Sendable, Hashable {
+    public let id: Int64
+    public let revision: Int64
+    public let values: Attributes
+
+    public init(id: Int64, revision: Int64, values: Attributes) {
+        self.id = id
+        self.revision = revision
+        self.values = values
+    }
+}
+
+/// The server's true state of the records a rejected change set touched.
+public struct CorrectiveSet: Sendable {
+    public var seq: Int64?
+    public var reason: ConflictReason
+    public var types: [String] = []
+    /// Records that exist, complete, with the temporary id the device knows them by (if any).
+    public var present: [String: [(record: StoredRecord, temporaryId: Int64?)]] = [:]
+    /// Ids (permanent or temporary) the device must drop.
+    public var absent: [String: [Int64]] = [:]
+
+    public init(seq: Int64?, reason: ConflictReason) {
+        self.seq = seq
+        self.reason = reason
+    }
+
+    public mutating func keep(_ entity: String, _ record: StoredRecord, temporaryId: Int64?) {
+        if !types.contains(entity) { types.append(entity) }
+        guard !(present[entity] ?? []).contains(where: { $0.record.id == record.id }) else { return }
+        present[entity, default: []].append((record, temporaryId))
+    }
+
+    public mutating func drop(_ entity: String, _ id: Int64) {
+        if !types.contains(entity) { types.append(entity) }
+        guard !(absent[entity] ?? []).contains(id) else { return }
+        absent[entity, default: []].append(id)
+    }
+
+
+    /// The corrective change set's JSON. Without a schema, attributes are written in name order.
+    public func encoded(schema: DatasetSchema?) -> [UInt8] {
+        var out = JSONWriter(capacity: 512)
+        out.raw("{\"conflict\":true")
+        if let seq {
+            out.raw(",\"seq\":")
+            out.integer(seq)
+        }
+        out.raw(",\"reason\":{\"code\":")
+        out.string(reason.code.rawValue)
+        if let entity = reason.entity {
+            out.raw(",\"entity\":")
+            out.string(entity)
+        }
+        if let id = reason.id {
+            out.raw(",\"id\":")
+            out.integer(id)
+        }
+        out.raw(",\"message\":")
+        out.string(reason.message)
+        out.raw("},\"types\":")
+        out.stringArray(types)
+        for entity in types {
+            let kept = present[entity] ?? []
+            let order = schema?.entity(named: entity)?.attributes.map(\.name)
+            out.byte(UInt8(ascii: ","))
+            out.key(entity)
+            out.raw("{\"create\":[],\"update\":")
+            out.integerArray(kept.map(\.record.id))
+            out.raw(",\"delete\":")
+            out.integerArray(absent[entity] ?? [])
+            out.raw(",\"attributes\":{")
+            var first = true
+            for (record, temporaryId) in kept {
+                RecordWriter.open(&out, id: record.id, first: &first)
+                if let temporaryId { RecordWriter.field(&out, ReservedAttribute.oldId, .integer(temporaryId)) }
+                out.raw("\"revision\":")
+                out.integer(record.revision)
+                RecordWriter.values(&out, record.values, order: order ?? record.values.keys.sorted(), leadingComma: true)
+                out.byte(UInt8(ascii: "}"))
+            }
+            out.raw("}}")
+        }
+        out.byte(UInt8(ascii: "}"))
+        return out.bytes
+    }
+}

@@ -1,0 +1,69 @@
+import RevsyncWire
+
+/// The dataset's schema as loaded and checked from `Config/`.
+public struct DatasetSchema: Sendable, Hashable {
+    public let version: Int
+    public let roles: [String]
+    /// Entities in the order of the schema file.
+    public let entities: [Entity]
+    private let index: [String: Int]
+
+    public init(version: Int, roles: [String], entities: [Entity]) {
+        self.version = version
+        self.roles = roles
+        self.entities = entities
+        self.index = Dictionary(uniqueKeysWithValues: entities.enumerated().map { ($1.name, $0) })
+    }
+
+    public func entity(named name: String) -> Entity? {
+        index[name].map { entities[$0] }
+    }
+
+    /// Every attribute, in any entity, that references `entity`.
+    public func references(to entity: String) -> [Relation] {
+        entities.flatMap { child in
+            child.attributes.compactMap { attribute in
+                guard attribute.references == entity else { return nil }
+                return Relation(child: child.name, attribute: attribute.name, rule: attribute.onDelete ?? .restrict)
+            }
+        }
+    }
+
+    /// The schema as `GET /schema` shows it to a device with `role`.
+    public func document(for role: String) -> SchemaDocument {
+        SchemaDocument(
+            version: version,
+            entities: entities.map {
+                EntityDescription(name: $0.name, attributes: $0.attributes, permissions: $0.permissions(for: role))
+            })
+    }
+}
+
+/// One entity: its typed attributes and what each role may do.
+public struct Entity: Sendable, Hashable {
+    public let name: String
+    public let attributes: [AttributeDescription]
+    public let permissionsByRole: [String: Permissions]
+
+    public init(name: String, attributes: [AttributeDescription], permissionsByRole: [String: Permissions]) {
+        self.name = name
+        self.attributes = attributes
+        self.permissionsByRole = permissionsByRole
+    }
+
+    public func attribute(named name: String) -> AttributeDescription? {
+        attributes.first { $0.name == name }
+    }
+
+    /// Roles the schema does not mention may do nothing.
+    public func permissions(for role: String) -> Permissions {
+        permissionsByRole[role] ?? .none
+    }
+}
+
+/// A reference from `child.attribute` to some parent entity, with its on-delete rule.
+public struct Relation: Sendable, Hashable {
+    public let child: String
+    public let attribute: String
+    public let rule: OnDeleteRule
+}

@@ -1,0 +1,87 @@
+import Foundation
+
+/// Everything the server can be configured with; defaults fit the project's own stack.
+public struct ServerSettings: Sendable {
+    public var host = "127.0.0.1"
+    public var port = 8080
+    public var databaseURL = "postgres://revsync@127.0.0.1:54329/revsync"
+    /// Bearer token for `POST /devices`; nil disables registration.
+    public var adminToken: String?
+    public var schemaPath = "Config/schema.json"
+    public var limits = Limits()
+    /// Change sets kept in the log; 0 keeps all. Older ones need a snapshot.
+    public var logRetention: Int64 = 0
+    /// How often the retention job runs.
+    public var pruneInterval: Duration = .seconds(60)
+    /// How long a request waits for PostgreSQL before answering 503.
+    public var databaseTimeout: Duration = .seconds(10)
+    public var databaseConnections = 20
+
+    public init() {}
+
+    /// Request and response size limits.
+    public struct Limits: Sendable {
+        /// Request body as received (compressed or not).
+        public var maxBodyBytes = 8 * 1024 * 1024
+        /// Request body after inflating gzip.
+        public var maxInflatedBytes = 32 * 1024 * 1024
+        /// Nesting of JSON arrays and objects.
+        public var maxJSONDepth = 32
+        /// Change sets in one request.
+        public var maxChangeSetsPerRequest = 1000
+        /// Change sets in one catch-up response before `more`.
+        public var catchUpMaxChangeSets = 1000
+        /// Bytes of change sets in one catch-up response before `more` (at least one is always sent).
+        public var catchUpMaxBytes = 4 * 1024 * 1024
+
+        public init() {}
+    }
+
+    /// Settings from `REVSYNC_*` environment variables over the defaults.
+    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws -> ServerSettings {
+        var settings = ServerSettings()
+        func value(_ name: String) -> String? {
+            guard let text = environment[name], !text.isEmpty else { return nil }
+            return text
+        }
+        func integer(_ name: String) throws -> Int? {
+            guard let text = value(name) else { return nil }
+            guard let number = Int(text), number >= 0 else {
+                throw SettingsError("\(name) must be a non-negative integer, not \"\(text)\"")
+            }
+            return number
+        }
+        if let listen = value("REVSYNC_LISTEN") { try settings.setListen(listen) }
+        if let url = value("REVSYNC_DATABASE_URL") { settings.databaseURL = url }
+        settings.adminToken = value("REVSYNC_ADMIN_TOKEN")
+        if let path = value("REVSYNC_SCHEMA") { settings.schemaPath = path }
+        if let n = try integer("REVSYNC_MAX_BODY_BYTES") { settings.limits.maxBodyBytes = n }
+        if let n = try integer("REVSYNC_MAX_INFLATED_BYTES") { settings.limits.maxInflatedBytes = n }
+        if let n = try integer("REVSYNC_MAX_JSON_DEPTH") { settings.limits.maxJSONDepth = n }
+        if let n = try integer("REVSYNC_MAX_CHANGE_SETS") { settings.limits.maxChangeSetsPerRequest = n }
+        if let n = try integer("REVSYNC_CATCHUP_MAX_CHANGE_SETS") { settings.limits.catchUpMaxChangeSets = max(1, n) }
+        if let n = try integer("REVSYNC_CATCHUP_MAX_BYTES") { settings.limits.catchUpMaxBytes = n }
+        if let n = try integer("REVSYNC_LOG_RETENTION") { settings.logRetention = Int64(n) }
+        if let n = try integer("REVSYNC_PRUNE_INTERVAL_SECONDS") { settings.pruneInterval = .seconds(max(1, n)) }
+        if let n = try integer("REVSYNC_DB_TIMEOUT_SECONDS") { settings.databaseTimeout = .seconds(max(1, n)) }
+        if let n = try integer("REVSYNC_DB_CONNECTIONS") { settings.databaseConnections = max(2, n) }
+        return settings
+    }
+
+    /// `host:port`, `[v6]:port` or `:port`.
+    public mutating func setListen(_ listen: String) throws {
+        guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]), (0...65535).contains(port) else {
+            throw SettingsError("REVSYNC_LISTEN must be host:port (e.g. 127.0.0.1:8080), not \"\(listen)\"")
+        }
+        var host = String(listen[..<colon])
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        self.host = host.isEmpty ? "127.0.0.1" : host
+        self.port = port
+    }
+}
+
+/// A setting that cannot be used, with what to change.
+public struct SettingsError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,66 @@
+import CoreMetrics
+import Foundation
+import Prometheus
+import RevsyncWire
+
+/// The server's metrics, recorded with swift-metrics into its own Prometheus registry
+/// (one per application, so tests can run several servers in one process).
+public struct ServerMetrics: Sendable {
+    public let registry: PrometheusCollectorRegistry
+    let factory: PrometheusMetricsFactory
+    private let head: CoreMetrics.Gauge
+
+    public init() {
+        registry = PrometheusCollectorRegistry()
+        var factory = PrometheusMetricsFactory(registry: registry)
+        let fine: [Duration] = [
+            .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10),
+            .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(5),
+        ]
+        factory.defaultDurationHistogramBuckets = fine
+        self.factory = factory
+        head = CoreMetrics.Gauge(label: "revsync_head_revision", dimensions: [], factory: factory)
+    }
+
+    func recordRequest(route: String, status: Int, duration: Duration) {
+        CoreMetrics.Counter(label: "revsync_http_requests_total", dimensions: [("route", route), ("status", String(status))], factory: factory).increment()
+        CoreMetrics.Timer(label: "revsync_http_request_duration_seconds", dimensions: [("route", route)], factory: factory).recordNanoseconds(duration.nanoseconds)
+    }
+
+    func recordApply(_ outcome: ApplyOutcome, changeSet: ChangeSet, duration: Duration) {
+        switch outcome {
+        case .applied(let revision, _):
+            for entity in changeSet.types {
+                CoreMetrics.Counter(label: "revsync_change_sets_applied_total", dimensions: [("entity", entity)], factory: factory).increment()
+            }
+            CoreMetrics.Timer(label: "revsync_apply_duration_seconds", dimensions: [], factory: factory).recordNanoseconds(duration.nanoseconds)
+            observeHead(revision)
+        case .rejected(let reason, _):
+            CoreMetrics.Counter(
+                label: "revsync_change_sets_rejected_total",
+                dimensions: [("reason", reason.code.rawValue), ("entity", reason.entity ?? "")], factory: factory
+            ).increment()
+        case .repeated, .repeatedRejection:
+            CoreMetrics.Counter(label: "revsync_change_sets_repeated_total", dimensions: [], factory: factory).increment()
+        }
+    }
+
+    func recordCatchUp(changeSets: Int, duration: Duration) {
+        CoreMetrics.Timer(label: "revsync_catchup_duration_seconds", dimensions: [("source", "postgres")], factory: factory).recordNanoseconds(duration.nanoseconds)
+        CoreMetrics.Counter(label: "revsync_catchup_change_sets_total", dimensions: [], factory: factory).increment(by: changeSets)
+    }
+
+    func observeHead(_ revision: Int64) {
+        head.record(revision)
+    }
+
+    /// The Prometheus text exposition.
+    public func exposition() -> String { registry.emitToString() }
+}
+
+extension Duration {
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}

@@ -1,0 +1,73 @@
+import Foundation
+import Hummingbird
+import Logging
+import PostgresNIO
+import RevsyncRules
+import ServiceLifecycle
+
+/// The Revsync server: its components, and the Hummingbird application that serves them.
+public struct Server: Sendable {
+    public let settings: ServerSettings
+    public let schema: DatasetSchema
+    public let postgres: PostgresClient
+    public let database: Database
+    public let metrics: ServerMetrics
+    public let migrator: Migrator
+    public let pruner: LogPruner
+    public let devices: DeviceStore
+    let logger: Logger
+    let applyDelay: ApplyDelay?
+
+    /// Loads the schema and prepares the database client; nothing connects until the application runs.
+    public init(settings: ServerSettings, logger: Logger, applyDelay: ApplyDelay? = nil) throws {
+        let url = URL(fileURLWithPath: settings.schemaPath)
+        let schemaData: Data
+        do {
+            schemaData = try Data(contentsOf: url)
+        } catch {
+            throw SchemaError(file: settings.schemaPath, entity: nil, attribute: nil, problem: "cannot be read (\(error.localizedDescription)); set REVSYNC_SCHEMA")
+        }
+        self.settings = settings
+        self.schema = try SchemaLoader.load(data: schemaData, file: settings.schemaPath)
+        self.logger = logger
+        self.applyDelay = applyDelay
+        let configuration = try DatabaseURL.configuration(settings.databaseURL, connections: settings.databaseConnections)
+        postgres = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        database = Database(client: postgres, logger: logger, timeout: settings.databaseTimeout)
+        metrics = ServerMetrics()
+        migrator = Migrator(database: database, schema: schema, schemaDocument: String(decoding: schemaData, as: UTF8.self))
+        pruner = LogPruner(database: database, retention: settings.logRetention, interval: settings.pruneInterval)
+        devices = DeviceStore(database: database)
+    }
+
+    /// The application: routes, and the services that run with it. It migrates before it listens.
+    /// - Parameter migrate: run migrations before listening (tests of an unreachable database turn it off).
+    public func makeApplication(migrate: Bool = true) -> some ApplicationProtocol {
+        let router = Router(context: BasicRequestContext.self)
+        router.middlewares.add(ObservationMiddleware(metrics: metrics))
+        let bodyReader = RequestBodyReader(limits: settings.limits)
+        let authenticator = Authenticator(devices: devices)
+        var applier = ChangeSetApplier(database: database, schema: schema)
+        applier.delayBeforeRevision = applyDelay
+        let service = SyncService(
+            applier: applier, changeLog: PostgresChangeLog(database: database),
+            corrections: CorrectionReader(database: database, schema: schema),
+            devices: devices, limits: settings.limits, metrics: metrics)
+        SyncController(authenticator: authenticator, bodyReader: bodyReader, service: service).addRoutes(to: router)
+        DeviceController(adminToken: settings.adminToken, devices: devices, schema: schema, bodyReader: bodyReader).addRoutes(to: router)
+        DatasetController(authenticator: authenticator, schema: schema, snapshots: SnapshotStreamer(database: database, schema: schema))
+            .addRoutes(to: router)
+        OperationsController(database: database, metrics: metrics).addRoutes(to: router)
+
+        var app = Application(
+            router: router,
+            configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "revsync"),
+            services: [postgres, pruner],
+            logger: logger)
+        let migrator = self.migrator, logger = self.logger
+        if migrate { app.beforeServerStarts {
+            for step in try await migrator.migrate() { logger.info("migrated", metadata: ["step": .string(step)]) }
+        } }
+        return app
+    }
+}

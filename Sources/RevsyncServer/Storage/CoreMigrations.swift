@@ -1,0 +1,75 @@
+/// The server's own tables, as numbered migrations applied in order, once each.
+enum CoreMigrations {
+    struct Migration {
+        let version: Int
+        let name: String
+        let statements: [String]
+    }
+
+    static let all: [Migration] = [
+        Migration(version: 1, name: "revision log, devices, temporary ids, outcomes", statements: [
+            // One row: the head revision and the retained log's horizon. Taking its
+            // row lock is what orders commits into gap-free revisions.
+            """
+            CREATE TABLE revsync_head (
+                singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+                head bigint NOT NULL,
+                horizon bigint NOT NULL
+            )
+            """,
+            "INSERT INTO revsync_head (singleton, head, horizon) VALUES (true, 0, 0)",
+            """
+            CREATE TABLE revsync_devices (
+                id bigserial PRIMARY KEY,
+                public_id uuid NOT NULL UNIQUE DEFAULT gen_random_uuid(),
+                name text NOT NULL,
+                user_name text NOT NULL,
+                role text NOT NULL,
+                token_hash bytea NOT NULL UNIQUE,
+                last_seq bigint NOT NULL DEFAULT 0,
+                created_at timestamptz NOT NULL DEFAULT now()
+            )
+            """,
+            // body: the catch-up bytes for every device; author_body: the same with
+            // seq and __oldId__, for the device that made the change set.
+            """
+            CREATE TABLE revsync_log (
+                revision bigint PRIMARY KEY,
+                device_id bigint NOT NULL REFERENCES revsync_devices (id),
+                seq bigint,
+                committed_at timestamptz NOT NULL DEFAULT now(),
+                body text NOT NULL,
+                author_body text NOT NULL
+            )
+            """,
+            """
+            CREATE TABLE revsync_temp_ids (
+                device_id bigint NOT NULL REFERENCES revsync_devices (id),
+                temp_id bigint NOT NULL,
+                entity text NOT NULL,
+                id bigint NOT NULL,
+                PRIMARY KEY (device_id, temp_id)
+            )
+            """,
+            // The outcome of every handled seq, so a retry repeats it: the revision it
+            // became, or why it was rejected and what it was (for a fresh corrective set).
+            """
+            CREATE TABLE revsync_outcomes (
+                device_id bigint NOT NULL REFERENCES revsync_devices (id),
+                seq bigint NOT NULL,
+                revision bigint,
+                reason text,
+                change_set text,
+                PRIMARY KEY (device_id, seq)
+            )
+            """,
+            """
+            CREATE TABLE revsync_schema (
+                version integer PRIMARY KEY,
+                document text NOT NULL,
+                applied_at timestamptz NOT NULL DEFAULT now()
+            )
+            """,
+        ])
+    ]
+}

@@ -1,0 +1,76 @@
+import PostgresNIO
+import RevsyncRules
+import RevsyncWire
+
+/// Builds a corrective set from the server's current state, read in one consistent snapshot.
+struct CorrectionReader: Sendable {
+    let database: Database
+    let schema: DatasetSchema
+
+    func corrective(for changeSet: ChangeSet, reason: ConflictReason, device: Device) async throws -> [UInt8] {
+        let logger = database.logger
+        let schema = self.schema
+        let reader = RecordReader(schema: schema, logger: logger)
+        let scope = CorrectionScope(of: changeSet, schema: schema)
+        let set = try await database.transaction("REPEATABLE READ READ ONLY") { connection in
+            var corrective = CorrectiveSet(seq: changeSet.seq, reason: reason)
+            let temporary = (scope.records + scope.created).map(\.id).filter { $0 < 0 }
+            var known: [Int64: TemporaryIdMapping] = [:]
+            if !temporary.isEmpty {
+                for row in try await connection.rows(
+                    "SELECT temp_id, entity, id FROM revsync_temp_ids WHERE device_id = \(device.id) AND temp_id = ANY(\(temporary))", logger)
+                {
+                    let (temporaryId, entity, id) = try row.decode((Int64, String, Int64).self)
+                    known[temporaryId] = TemporaryIdMapping(entity: entity, id: id)
+                }
+            }
+            // Each key as the device knows it, with the permanent id to look up (if any).
+            var wanted: [(sent: RecordKey, permanent: Int64?)] = []
+            for key in scope.created + scope.records {
+                if key.id > 0 {
+                    wanted.append((key, key.id))
+                } else if let mapping = known[key.id], mapping.entity == key.entity {
+                    wanted.append((key, mapping.id))
+                } else {
+                    wanted.append((key, nil))
+                }
+            }
+            var found: [RecordKey: StoredRecord] = [:]
+            let lookups = Dictionary(grouping: wanted.compactMap { item in item.permanent.map { RecordKey(item.sent.entity, $0) } }, by: \.entity)
+            for (entity, keys) in lookups.sorted(by: { $0.key < $1.key }) {
+                for record in try await reader.records(entity, ids: keys.map(\.id), on: connection) {
+                    found[RecordKey(entity, record.id)] = record
+                }
+            }
+            for (sent, permanent) in wanted {
+                if let permanent, let record = found[RecordKey(sent.entity, permanent)] {
+                    corrective.keep(sent.entity, record, temporaryId: sent.id < 0 ? sent.id : nil)
+                } else {
+                    corrective.drop(sent.entity, sent.id)
+                }
+            }
+            // Records depending on what the set tried to delete: the device may have
+            // removed (cascade) or changed (set null) them locally.
+            var frontier = Dictionary(grouping: wanted.filter { item in scope.deletedRoots.contains(item.sent) }.compactMap { item in
+                item.permanent.map { RecordKey(item.sent.entity, $0) }
+            }, by: \.entity).mapValues { $0.map(\.id) }
+            var visited: Set<RecordKey> = []
+            while !frontier.isEmpty {
+                var next: [String: [Int64]] = [:]
+                for (parent, ids) in frontier.sorted(by: { $0.key < $1.key }) {
+                    for relation in schema.references(to: parent) {
+                        for record in try await reader.records(relation.child, where: relation.attribute, in: ids, on: connection) {
+                            let key = RecordKey(relation.child, record.id)
+                            guard visited.insert(key).inserted else { continue }
+                            corrective.keep(relation.child, record, temporaryId: nil)
+                            if relation.rule == .cascade { next[relation.child, default: []].append(record.id) }
+                        }
+                    }
+                }
+                frontier = next
+            }
+            return corrective
+        }
+        return set.encoded(schema: schema)
+    }
+}

@@ -1,0 +1,55 @@
+import NIOCore
+import PostgresNIO
+
+/// The change log read straight from PostgreSQL.
+public struct PostgresChangeLog: ChangeLog {
+    let database: Database
+
+    public init(database: Database) { self.database = database }
+
+    public func state() async throws -> LogState {
+        let logger = database.logger
+        let rows = try await database.withConnection { connection in
+            try await connection.rows("SELECT head, horizon FROM revsync_head", logger)
+        }
+        guard let row = rows.first else { throw SyncError(.internal, "revsync_head is empty: run `revsync migrate`") }
+        let (head, horizon) = try row.decode((Int64, Int64).self)
+        return LogState(head: head, horizon: horizon)
+    }
+
+    public func entries(after revision: Int64, for device: Device, limits: CatchUpLimits) async throws -> CatchUpPage {
+        let logger = database.logger
+        let count = limits.maxChangeSets + 1
+        let rows = try await database.withConnection { connection in
+            try await connection.rows(
+                """
+                SELECT revision, CASE WHEN device_id = \(device.id) THEN author_body ELSE body END
+                FROM revsync_log WHERE revision > \(revision) ORDER BY revision LIMIT \(count)
+                """, logger)
+        }
+        var entries: [LogEntry] = []
+        var bytes = 0
+        for row in rows {
+            let (number, body) = try row.decode((Int64, ByteBuffer).self)
+            let full = entries.count >= limits.maxChangeSets || (!entries.isEmpty && bytes + body.readableBytes > limits.maxBytes)
+            if full { return CatchUpPage(entries: entries, more: true) }
+            entries.append(LogEntry(revision: number, bytes: body))
+            bytes += body.readableBytes
+        }
+        return CatchUpPage(entries: entries, more: false)
+    }
+
+    public func authorEntries(_ revisions: [Int64], for device: Device) async throws -> [LogEntry] {
+        guard !revisions.isEmpty else { return [] }
+        let logger = database.logger
+        let rows = try await database.withConnection { connection in
+            try await connection.rows(
+                "SELECT revision, author_body FROM revsync_log WHERE revision = ANY(\(revisions)) AND device_id = \(device.id) ORDER BY revision",
+                logger)
+        }
+        return try rows.map { row in
+            let (number, body) = try row.decode((Int64, ByteBuffer).self)
+            return LogEntry(revision: number, bytes: body)
+        }
+    }
+}

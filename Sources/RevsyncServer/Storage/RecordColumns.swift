@@ -1,0 +1,72 @@
+import PostgresNIO
+import RevsyncRules
+import RevsyncWire
+
+/// How one entity's records are selected and decoded into contract values.
+struct RecordColumns: Sendable {
+    let entity: Entity
+    /// `id, revision, "a", ("ts" AT TIME ZONE 'UTC')::text, …` for `FROM "entity" AS t`.
+    let selectList: String
+    let table: String
+
+    init(_ entity: Entity) {
+        self.entity = entity
+        self.table = SQLIdentifier.quoted(entity.name)
+        let columns = entity.attributes.map { attribute -> String in
+            let column = "t." + SQLIdentifier.quoted(attribute.name)
+            // Read timestamps as UTC text: exact to the microsecond, unlike a Double-based Date.
+            return attribute.type == .timestamp ? "(\(column) AT TIME ZONE 'UTC')::text" : column
+        }
+        self.selectList = (["t.id", "t.revision"] + columns).joined(separator: ", ")
+    }
+
+    func decode(_ row: PostgresRow) throws -> StoredRecord {
+        let cells = row.makeRandomAccess()
+        let id = try cells[0].decode(Int64.self)
+        let revision = try cells[1].decode(Int64.self)
+        var values: Attributes = [:]
+        for (offset, attribute) in entity.attributes.enumerated() {
+            let cell = cells[offset + 2]
+            switch attribute.type {
+            case .string:
+                values[attribute.name] = try cell.decode(String?.self).map(JSONValue.string) ?? .null
+            case .integer:
+                values[attribute.name] = try cell.decode(Int64?.self).map(JSONValue.integer) ?? .null
+            case .double:
+                values[attribute.name] = try cell.decode(Double?.self).map(JSONValue.double) ?? .null
+            case .boolean:
+                values[attribute.name] = try cell.decode(Bool?.self).map(JSONValue.bool) ?? .null
+            case .timestamp:
+                let text = try cell.decode(String?.self)
+                values[attribute.name] = text.map { .string(Timestamp.canonical($0 + "+00") ?? $0) } ?? .null
+            }
+        }
+        return StoredRecord(id: id, revision: revision, values: values)
+    }
+}
+
+/// Reads complete records, for corrective sets.
+struct RecordReader: Sendable {
+    let schema: DatasetSchema
+    let logger: Logger
+
+    func records(_ entity: String, ids: [Int64], on connection: PostgresConnection) async throws -> [StoredRecord] {
+        guard let definition = schema.entity(named: entity), !ids.isEmpty else { return [] }
+        let columns = RecordColumns(definition)
+        let rows = try await connection.rows(
+            "SELECT \(unescaped: columns.selectList) FROM \(unescaped: columns.table) AS t WHERE t.id = ANY(\(ids)) ORDER BY t.id", logger)
+        return try rows.map(columns.decode)
+    }
+
+    /// Records of `entity` whose `attribute` references one of `parents`.
+    func records(_ entity: String, where attribute: String, in parents: [Int64], on connection: PostgresConnection) async throws -> [StoredRecord] {
+        guard let definition = schema.entity(named: entity), !parents.isEmpty else { return [] }
+        let columns = RecordColumns(definition)
+        let rows = try await connection.rows(
+            """
+            SELECT \(unescaped: columns.selectList) FROM \(unescaped: columns.table) AS t
+            WHERE t.\(unescaped: SQLIdentifier.quoted(attribute)) = ANY(\(parents)) ORDER BY t.id
+            """, logger)
+        return try rows.map(columns.decode)
+    }
+}

@@ -1,0 +1,69 @@
+import Logging
+import NIOCore
+import PostgresNIO
+import RevsyncRules
+import RevsyncWire
+
+/// Streams the whole dataset as one change set of creates at one revision.
+///
+/// Reads run in a REPEATABLE READ transaction, so every table is seen at the
+/// same instant and the head read first is exactly the revision of that state.
+struct SnapshotStreamer: Sendable {
+    let database: Database
+    let schema: DatasetSchema
+    /// Bytes gathered before handing a chunk to the response.
+    let chunkSize = 64 * 1024
+
+    func stream(_ emit: (ByteBuffer) async throws -> Void) async throws {
+        let logger = database.logger
+        let schema = self.schema, chunkSize = self.chunkSize
+        try await database.streamingTransaction("REPEATABLE READ READ ONLY") { connection in
+            let headRows = try await connection.rows("SELECT head FROM revsync_head", logger)
+            let head = try headRows.first?.decode(Int64.self) ?? 0
+            var out = JSONWriter(capacity: chunkSize + 4096)
+            func flush(force: Bool) async throws {
+                guard force || out.bytes.count >= chunkSize else { return }
+                try await emit(ByteBuffer(bytes: out.bytes))
+                out = JSONWriter(capacity: chunkSize + 4096)
+            }
+            out.raw("{\"maxRevision\":")
+            out.integer(head)
+            out.raw(",\"changeSets\":[{\"conflict\":false,\"revision\":")
+            out.integer(head)
+            out.raw(",\"types\":")
+            out.stringArray(schema.entities.map(\.name))
+            for entity in schema.entities {
+                let columns = RecordColumns(entity)
+                let order = entity.attributes.map(\.name)
+                out.byte(UInt8(ascii: ","))
+                out.key(entity.name)
+                // Attributes stream first; the id list (small) follows once all rows are seen.
+                out.raw("{\"update\":[],\"delete\":[],\"attributes\":{")
+                var ids: [Int64] = []
+                let rows = try await connection.query(
+                    "SELECT \(unescaped: columns.selectList) FROM \(unescaped: columns.table) AS t ORDER BY t.id", logger: logger)
+                for try await row in rows {
+                    let record = try columns.decode(row)
+                    if !ids.isEmpty { out.byte(UInt8(ascii: ",")) }
+                    ids.append(record.id)
+                    out.byte(UInt8(ascii: "\""))
+                    out.integer(record.id)
+                    out.raw("\":{\"revision\":")
+                    out.integer(record.revision)
+                    for name in order {
+                        out.byte(UInt8(ascii: ","))
+                        out.key(name)
+                        out.value(record.values[name] ?? .null)
+                    }
+                    out.byte(UInt8(ascii: "}"))
+                    try await flush(force: false)
+                }
+                out.raw("},\"create\":")
+                out.integerArray(ids)
+                out.byte(UInt8(ascii: "}"))
+            }
+            out.raw("}]}")
+            try await flush(force: true)
+        }
+    }
+}

@@ -1,0 +1,36 @@
+import NIOCore
+
+/// The head revision and the oldest revision a device may still catch up from.
+public struct LogState: Sendable, Hashable {
+    public let head: Int64
+    /// Change sets up to here are no longer in the log: a device below it needs a snapshot.
+    public let horizon: Int64
+}
+
+/// One committed change set as the requesting device receives it.
+public struct LogEntry: Sendable {
+    public let revision: Int64
+    /// The exact JSON of the change set (the author's form for the device that made it).
+    public let bytes: ByteBuffer
+}
+
+/// Part of the log after some revision, cut by the response limits.
+public struct CatchUpPage: Sendable {
+    public let entries: [LogEntry]
+    /// The log holds more after the last entry.
+    public let more: Bool
+}
+
+public struct CatchUpLimits: Sendable {
+    public let maxChangeSets: Int
+    public let maxBytes: Int
+}
+
+/// Where catch-up reads committed change sets from: PostgreSQL, or a cache in front of it.
+public protocol ChangeLog: Sendable {
+    func state() async throws -> LogState
+    /// Entries after `revision` in order, gap-free, at least one when any exist.
+    func entries(after revision: Int64, for device: Device, limits: CatchUpLimits) async throws -> CatchUpPage
+    /// The author's form of the given revisions (acknowledgements the device asks for again).
+    func authorEntries(_ revisions: [Int64], for device: Device) async throws -> [LogEntry]
+}

@@ -1,0 +1,30 @@
+/// The envelope error codes of the contract, with their HTTP status.
+public enum ErrorCode: String, Sendable, Hashable, CaseIterable {
+    case invalidJSON = "invalid_json"
+    case invalidRequest = "invalid_request"
+    case unauthorized
+    case forbidden
+    case notFound = "not_found"
+    case sequenceGap = "sequence_gap"
+    case revisionAhead = "revision_ahead"
+    case snapshotRequired = "snapshot_required"
+    case tooLarge = "too_large"
+    case unsupportedEncoding = "unsupported_encoding"
+    case unavailable
+    case `internal`
+
+    public var status: Int {
+        switch self {
+        case .invalidJSON, .invalidRequest: 400
+        case .unauthorized: 401
+        case .forbidden: 403
+        case .notFound: 404
+        case .sequenceGap, .revisionAhead: 409
+        case .snapshotRequired: 410
+        case .tooLarge: 413
+        case .unsupportedEncoding: 415
+        case .unavailable: 503
+        case .internal: 500
+        }
+    }
+}

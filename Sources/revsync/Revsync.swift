@@ -1,0 +1,73 @@
+import Foundation
+import ArgumentParser
+import Logging
+import RevsyncServer
+
+@main
+struct Revsync: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "revsync",
+        abstract: "The Revsync sync server.",
+        subcommands: [Serve.self, Migrate.self],
+        defaultSubcommand: Serve.self)
+}
+
+/// Options shared by the commands; each falls back to its REVSYNC_* variable, then to the default.
+struct CommonOptions: ParsableArguments {
+    @Option(help: "PostgreSQL URL (env REVSYNC_DATABASE_URL).")
+    var databaseURL: String?
+
+    @Option(help: "Dataset schema file (env REVSYNC_SCHEMA, default Config/schema.json).")
+    var schema: String?
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error (env REVSYNC_LOG_LEVEL).")
+    var logLevel: String?
+
+    func settings() throws -> ServerSettings {
+        var settings = try ServerSettings.fromEnvironment()
+        if let databaseURL { settings.databaseURL = databaseURL }
+        if let schema { settings.schemaPath = schema }
+        return settings
+    }
+
+    func logger(_ label: String) -> Logger {
+        var logger = Logger(label: label)
+        let level = logLevel ?? ProcessInfo.processInfo.environment["REVSYNC_LOG_LEVEL"] ?? "info"
+        logger.logLevel = Logger.Level(rawValue: level) ?? .info
+        return logger
+    }
+}
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Migrate the database, then serve /sync until interrupted.")
+
+    @OptionGroup var common: CommonOptions
+
+    @Option(help: "Address to listen on, host:port (env REVSYNC_LISTEN, default 127.0.0.1:8080).")
+    var listen: String?
+
+    func run() async throws {
+        var settings = try common.settings()
+        if let listen { try settings.setListen(listen) }
+        let logger = common.logger("revsync")
+        if settings.adminToken == nil {
+            logger.warning("REVSYNC_ADMIN_TOKEN is not set: POST /devices is disabled")
+        }
+        let server = try Server(settings: settings, logger: logger)
+        logger.info("serving", metadata: ["address": "\(settings.host):\(settings.port)", "schema": "\(settings.schemaPath)"])
+        try await server.makeApplication().runService()
+    }
+}
+
+struct Migrate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Bring the database up to date with the server and the dataset schema, then exit.")
+
+    @OptionGroup var common: CommonOptions
+
+    func run() async throws {
+        let logger = common.logger("revsync.migrate")
+        let server = try Server(settings: try common.settings(), logger: logger)
+        let steps = try await server.runWithDatabase { try await server.migrator.migrate() }
+        print(steps.isEmpty ? "already up to date" : steps.joined(separator: "\n"))
+    }
+}

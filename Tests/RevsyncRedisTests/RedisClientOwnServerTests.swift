@@ -1,0 +1,140 @@
+import NIOCore
+import RevsyncRedis
+import Testing
+
+/// Behaviour that needs a Redis of the test's own: flushing it, killing it, restarting it.
+@Suite struct RedisClientOwnServerTests {
+    @Test func flushAllEmptiesEveryDatabase() async throws {
+        let server = try await ThrowawayRedisServer.start()
+        defer { server.kill() }
+        var databaseOne = server.configuration
+        databaseOne.database = 1
+        try await RedisClient.withClient(configuration: server.configuration) { client in
+            try await RedisClient.withClient(configuration: databaseOne) { other in
+                try await client.set("k", ByteBuffer(string: "zero"))
+                try await other.set("k", ByteBuffer(string: "one"))
+                // SELECT took effect: the same key holds different values per database.
+                #expect(try await client.get("k") == ByteBuffer(string: "zero"))
+                #expect(try await other.get("k") == ByteBuffer(string: "one"))
+
+                try await client.flushAll()
+                #expect(try await client.get("k") == nil)
+                #expect(try await other.get("k") == nil)
+                #expect(try await client.command(["DBSIZE"]) == .integer(0))
+            }
+        }
+    }
+
+    @Test func databaseOutOfRangeIsAConnectionFailureThatSaysSo() async throws {
+        let server = try await ThrowawayRedisServer.start()
+        defer { server.kill() }
+        var configuration = server.configuration
+        configuration.database = 999
+        try await RedisClient.withClient(configuration: configuration) { client in
+            await #expect {
+                try await client.ping()
+            } throws: { error in
+                guard case .connectionFailed(let endpoint, let reason) = error as? RedisError else { return false }
+                return endpoint == "127.0.0.1:\(server.port)" && reason.contains("SELECT 999") && reason.contains("out of range")
+            }
+        }
+    }
+
+    @Test func poolNeverOpensMoreConnectionsThanItsSize() async throws {
+        let server = try await ThrowawayRedisServer.start()
+        defer { server.kill() }
+        var configuration = server.configuration
+        configuration.poolSize = 3
+        try await RedisClient.withClient(configuration: configuration) { client in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for task in 0..<50 {
+                    group.addTask {
+                        for _ in 0..<10 { _ = try await client.command(["INCR", "n\(task % 5)"]) }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let clients = try await client.command(["CLIENT", "LIST"]).stringValue ?? ""
+            let lines = clients.split(separator: "\n").filter { !$0.isEmpty }
+            #expect((1...3).contains(lines.count), "CLIENT LIST: \(clients)")
+            let counts = try await client.mget((0..<5).map { "n\($0)" })
+            #expect(counts == Array(repeating: ByteBuffer(string: "100"), count: 5))
+        }
+    }
+
+    @Test func clientReconnectsByItselfAfterRedisIsKilledAndRestarted() async throws {
+        let server = try await ThrowawayRedisServer.start()
+        defer { server.kill() }
+        var configuration = server.configuration
+        configuration.poolSize = 2
+        try await RedisClient.withClient(configuration: configuration) { client in
+            // Warm the pool so there are idle connections for the crash to kill.
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<8 { group.addTask { try await client.set("k\(index)", ByteBuffer(string: "v")) } }
+                try await group.waitForAll()
+            }
+
+            server.kill()
+            for _ in 0..<5 {
+                let took = await elapsed {
+                    await #expect {
+                        try await client.get("k0")
+                    } throws: { error in
+                        guard let error = error as? RedisError else { return false }
+                        return error.isUnavailable && "\(error)".contains("127.0.0.1:\(server.port)")
+                    }
+                }
+                #expect(took < .seconds(1), "a call while Redis is down took \(took)")
+            }
+
+            try await server.start()
+            var attempts = 0
+            let recovery = try await elapsed {
+                while true {
+                    attempts += 1
+                    do {
+                        try await client.ping()
+                        return
+                    } catch let error as RedisError where error.isUnavailable && attempts < 40 {
+                        try await Task.sleep(for: .milliseconds(50))
+                    }
+                }
+            }
+            #expect(recovery < .seconds(2), "recovered after \(attempts) attempts in \(recovery)")
+            // The restarted server kept nothing (no persistence); the client writes and reads again.
+            #expect(try await client.get("k0") == nil)
+            try await client.set("k0", ByteBuffer([0x00, 0x01]))
+            #expect(try await client.get("k0") == ByteBuffer([0x00, 0x01]))
+        }
+    }
+
+    @Test func restartBetweenCallsCostsTheCallersNothing() async throws {
+        let server = try await ThrowawayRedisServer.start()
+        defer { server.kill() }
+        var configuration = server.configuration
+        configuration.poolSize = 2
+        try await RedisClient.withClient(configuration: configuration) { client in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<4 { group.addTask { try await client.ping() } }
+                try await group.waitForAll()
+            }
+            server.kill()
+            try await server.start()
+            // Idle connections to the dead server are noticed before use and replaced.
+            for _ in 0..<4 { try await client.ping() }
+        }
+    }
+
+    @Test func scriptIsResentWhenRedisHasForgottenIt() async throws {
+        let server = try await ThrowawayRedisServer.start()
+        defer { server.kill() }
+        try await RedisClient.withClient(configuration: server.configuration) { client in
+            let script = "return redis.call('INCRBY', KEYS[1], ARGV[1])"
+            #expect(try await client.eval(script: script, keys: ["n"], args: ["2"]) == .integer(2))
+            #expect(try await client.eval(script: script, keys: ["n"], args: ["3"]) == .integer(5))
+            _ = try await client.command(["SCRIPT", "FLUSH"])
+            #expect(try await client.eval(script: script, keys: ["n"], args: ["4"]) == .integer(9))
+            #expect(try await client.eval(script: script, keys: ["n"], args: ["1"]) == .integer(10))
+        }
+    }
+}

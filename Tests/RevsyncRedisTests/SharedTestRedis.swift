@@ -1,0 +1,81 @@
+import Foundation
+import NIOCore
+import RevsyncRedis
+import Testing
+
+/// The shared Redis the test run uses (Scripts/stack), with a random key prefix per test.
+enum SharedTestRedis {
+    static let defaultURL = "redis://127.0.0.1:63799"
+
+    static func configuration() throws -> RedisConfiguration {
+        let url = ProcessInfo.processInfo.environment["REVSYNC_TEST_REDIS_URL"].flatMap { $0.isEmpty ? nil : $0 } ?? defaultURL
+        return try RedisConfiguration(url: url)
+    }
+
+    /// Runs `body` with a client of the shared server; deletes the test's keys afterwards.
+    /// Never flushes: other tests and people use the same server.
+    static func withClient(
+        configure: (inout RedisConfiguration) -> Void = { _ in },
+        _ body: (RedisClient, TestKeys) async throws -> Void
+    ) async throws {
+        var configuration = try configuration()
+        configure(&configuration)
+        try await RedisClient.withClient(configuration: configuration) { client in
+            do {
+                try await client.ping()
+            } catch let error as RedisError where error.isUnavailable {
+                throw TestSetupError(
+                    "Redis at \(configuration.url) is unreachable (\(error)): start it with Scripts/stack start or run Scripts/test"
+                )
+            }
+            let keys = TestKeys()
+            do {
+                try await body(client, keys)
+            } catch {
+                try? await keys.deleteAll(using: client)
+                throw error
+            }
+            try await keys.deleteAll(using: client)
+        }
+    }
+}
+
+/// Key names under a prefix of their own, so tests running at once never meet.
+struct TestKeys: Sendable {
+    let prefix = "revsync-test:\(UUID().uuidString.prefix(8)):"
+
+    func callAsFunction(_ name: String) -> String { prefix + name }
+
+    /// Deletes every key under the prefix (SCAN, not KEYS, to stay gentle on a shared server).
+    func deleteAll(using client: RedisClient) async throws {
+        var cursor = "0"
+        repeat {
+            let reply = try await client.command(["SCAN", cursor, "MATCH", prefix + "*", "COUNT", "1000"])
+            guard let parts = reply.arrayValue, parts.count == 2, let next = parts[0].stringValue,
+                let found = parts[1].arrayValue
+            else { throw TestSetupError("unexpected SCAN reply \(reply)") }
+            try await client.del(found.compactMap(\.stringValue))
+            cursor = next
+        } while cursor != "0"
+    }
+}
+
+struct TestSetupError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+extension ByteBuffer {
+    init(_ bytes: [UInt8]) {
+        self = ByteBufferAllocator().buffer(capacity: bytes.count)
+        writeBytes(bytes)
+    }
+}
+
+/// Runs `body` and returns how long it took.
+func elapsed(_ body: () async throws -> Void) async rethrows -> Duration {
+    let clock = ContinuousClock()
+    let start = clock.now
+    try await body()
+    return clock.now - start
+}

@@ -1,0 +1,72 @@
+import Foundation
+import Logging
+import PostgresNIO
+import Testing
+@testable import RevsyncServer
+
+/// The dataset schema evolves by versioned, transactional migrations.
+@Suite struct MigrationTests {
+    /// The default schema with `edit` applied to its JSON, written to a temporary file.
+    static func schemaFile(_ edit: (inout [String: Any]) -> Void) throws -> String {
+        let data = try Data(contentsOf: URL(fileURLWithPath: defaultSchemaPath))
+        var json = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        edit(&json)
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("schema-\(UUID().uuidString).json").path
+        try JSONSerialization.data(withJSONObject: json).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    static func addToNotes(_ attribute: [String: Any], version: Int) -> (inout [String: Any]) -> Void {
+        { json in
+            json["version"] = version
+            var entities = json["entities"] as? [[String: Any]] ?? []
+            if let index = entities.firstIndex(where: { $0["name"] as? String == "notes" }) {
+                var attributes = entities[index]["attributes"] as? [[String: Any]] ?? []
+                attributes.append(attribute)
+                entities[index]["attributes"] = attributes
+            }
+            json["entities"] = entities
+        }
+    }
+
+    static func migrate(_ url: String, schema path: String) async throws -> [String] {
+        var settings = ServerSettings()
+        settings.databaseURL = url
+        settings.schemaPath = path
+        let server = try Server(settings: settings, logger: Logger(label: "revsync.tests.migrate"))
+        return try await server.runWithDatabase { try await server.migrator.migrate() }
+    }
+
+    @Test func newNullableAttributeAndEntityAreAddedAndRefusalsExplainThemselves() async throws {
+        let url = try await TestDatabase.create()
+        defer { Task { await TestDatabase.drop(url) } }
+        #expect(try await Self.migrate(url, schema: defaultSchemaPath).count == 2)
+        #expect(try await Self.migrate(url, schema: defaultSchemaPath).isEmpty)
+
+        let v2 = try Self.schemaFile(Self.addToNotes(["name": "color", "type": "string", "nullable": true], version: 2))
+        let steps = try await Self.migrate(url, schema: v2)
+        #expect(steps == ["dataset schema version 2: 1 statements"])
+
+        let color: [String: Any] = ["name": "color", "type": "string", "nullable": true]
+        let withColor = Self.addToNotes(color, version: 2)
+        let sameVersion = try Self.schemaFile { json in
+            withColor(&json)
+            Self.addToNotes(["name": "shade", "type": "string", "nullable": true], version: 2)(&json)
+        }
+        await #expect { try await Self.migrate(url, schema: sameVersion) } throws: { "\($0)".contains("raise \"version\"") }
+        let required = try Self.schemaFile { json in
+            withColor(&json)
+            Self.addToNotes(["name": "weight", "type": "double", "nullable": false], version: 3)(&json)
+        }
+        await #expect { try await Self.migrate(url, schema: required) } throws: { "\($0)".contains("must be nullable") }
+    }
+
+    @Test func badSchemaFileIsRefusedNamingFileEntityAndAttribute() throws {
+        let path = try Self.schemaFile(Self.addToNotes(["name": "owner_id", "type": "integer", "nullable": true, "references": "owners"], version: 2))
+        var settings = ServerSettings()
+        settings.schemaPath = path
+        #expect { try Server(settings: settings, logger: Logger(label: "x")) } throws: { error in
+            "\(error)" == "\(path): entity \"notes\", attribute \"owner_id\": references unknown entity \"owners\""
+        }
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import NIOCore
+import PostgresNIO
+import RevsyncWire
+@testable import RevsyncServer
+
+/// The repository's default schema, found from this file's path.
+let defaultSchemaPath = URL(fileURLWithPath: #filePath)
+    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    .appendingPathComponent("Config/schema.json").path
+
+let adminToken = "test-admin-token"
+
+/// Runs `body` against a server on a fresh database, through Hummingbird's router test client.
+func withTestServer<T: Sendable>(
+    configure: (inout ServerSettings) -> Void = { _ in },
+    applyDelay: ApplyDelay? = nil,
+    _ body: @Sendable (TestHarness) async throws -> T
+) async throws -> T {
+    let url = try await TestDatabase.create()
+    var settings = ServerSettings()
+    settings.databaseURL = url
+    settings.schemaPath = defaultSchemaPath
+    settings.adminToken = adminToken
+    configure(&settings)
+    var logger = Logger(label: "revsync.tests")
+    logger.logLevel = .warning
+    do {
+        let server = try Server(settings: settings, logger: logger, applyDelay: applyDelay)
+        let result = try await server.makeApplication().test(.router) { client in
+            try await body(TestHarness(client: client, server: server))
+        }
+        await TestDatabase.drop(url)
+        return result
+    } catch {
+        await TestDatabase.drop(url)
+        throw error
+    }
+}
+
+/// A registered device: its token and the id the server gave it.
+struct TestDevice: Sendable {
+    let id: String
+    let token: String
+}
+
+/// What a test needs from a running server.
+struct TestHarness: Sendable {
+    let client: any TestClientProtocol
+    let server: Server
+
+    func register(_ role: String = "member", name: String = "device") async throws -> TestDevice {
+        let body = try JSONEncoder().encode(DeviceRegistration(name: name, user: "user-\(name)", role: role))
+        return try await client.execute(
+            uri: "/devices", method: .post, headers: [.authorization: "Bearer \(adminToken)"], body: ByteBuffer(bytes: body)
+        ) { response in
+            guard response.status == .created else {
+                throw TestSetupError("registering failed: \(response.status) \(String(buffer: response.body))")
+            }
+            let registered = try JSONDecoder().decode(RegisteredDevice.self, from: Data(response.body.readableBytesView))
+            return TestDevice(id: registered.deviceId, token: registered.token)
+        }
+    }
+
+    /// POSTs a sync request and decodes a 200 answer; anything else throws with the body.
+    func sync(_ device: TestDevice, from maxRevision: Int64, _ changeSets: [ChangeSet] = []) async throws -> SyncResponse {
+        let (status, body) = try await post(device, SyncRequest(maxRevision: maxRevision, changeSets: changeSets))
+        guard status == .ok else { throw TestSetupError("sync answered \(status): \(String(buffer: body))") }
+        return try JSONDecoder().decode(SyncResponse.self, from: Data(body.readableBytesView))
+    }
+
+    func post(_ device: TestDevice, _ request: SyncRequest) async throws -> (HTTPResponse.Status, ByteBuffer) {
+        try await raw("/sync", token: device.token, body: ByteBuffer(bytes: try JSONEncoder().encode(request)))
+    }
+
+    func raw(
+        _ uri: String, method: HTTPRequest.Method = .post, token: String?, body: ByteBuffer? = nil, headers extra: HTTPFields = [:]
+    ) async throws -> (HTTPResponse.Status, ByteBuffer) {
+        var headers = extra
+        if let token { headers[.authorization] = "Bearer \(token)" }
+        return try await client.execute(uri: uri, method: method, headers: headers, body: body) { ($0.status, $0.body) }
+    }
+
+    /// The error body of a non-200 answer.
+    func error(_ body: ByteBuffer) throws -> ErrorBody {
+        try JSONDecoder().decode(ErrorBody.self, from: Data(body.readableBytesView))
+    }
+
+    /// Runs SQL on the test database and returns its rows.
+    func rows(_ query: PostgresQuery) async throws -> [PostgresRow] {
+        let logger = server.database.logger
+        return try await server.postgres.withConnection { try await $0.query(query, logger: logger).collect() }
+    }
+
+    func head() async throws -> Int64 {
+        try await rows("SELECT head FROM revsync_head").first?.decode(Int64.self) ?? -1
+    }
+
+    func count(_ entity: String) async throws -> Int {
+        try await rows(PostgresQuery(unsafeSQL: "SELECT count(*)::int FROM \"\(entity)\"")).first?.decode(Int.self) ?? -1
+    }
+}
+
+/// A change set built entity by entity.
+func changeSet(seq: Int64?, _ entities: (String, EntityChanges)...) -> ChangeSet {
+    var set = ChangeSet(seq: seq)
+    for (name, changes) in entities { set[name] = changes }
+    return set
+}
+
+extension SyncResponse {
+    /// The change sets that committed (not corrective).
+    var committed: [ChangeSet] { changeSets.filter { $0.conflict == false } }
+    var corrective: [ChangeSet] { changeSets.filter { $0.conflict == true } }
+}
