@@ -41,6 +41,7 @@ let package = Package(
             dependencies: [
                 "RevsyncWire",
                 "RevsyncRules",
+                "RevsyncRedis",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "CompressNIO", package: "compress-nio"),
@@ -95,6 +96,7 @@ let package = Package(
             name: "RevsyncServerTests",
             dependencies: [
                 "RevsyncServer",
+                "RevsyncRedis",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ],
             swiftSettings: swiftSettings

@@ -66,4 +66,10 @@ public struct Relation: Sendable, Hashable {
     public let child: String
     public let attribute: String
     public let rule: OnDeleteRule
+
+    public init(child: String, attribute: String, rule: OnDeleteRule) {
+        self.child = child
+        self.attribute = attribute
+        self.rule = rule
+    }
 }

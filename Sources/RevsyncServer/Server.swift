@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import Logging
 import PostgresNIO
+import RevsyncRedis
 import RevsyncRules
 import ServiceLifecycle
 
@@ -15,6 +16,10 @@ public struct Server: Sendable {
     public let migrator: Migrator
     public let pruner: LogPruner
     public let devices: DeviceStore
+    /// The catch-up path: Redis in front of PostgreSQL, or PostgreSQL alone.
+    public let changeLog: any ChangeLog
+    let cache: RedisChangeLog?
+    let redis: RedisClient?
     let logger: Logger
     let applyDelay: ApplyDelay?
 
@@ -36,8 +41,24 @@ public struct Server: Sendable {
         database = Database(client: postgres, logger: logger, timeout: settings.databaseTimeout)
         metrics = ServerMetrics()
         migrator = Migrator(database: database, schema: schema, schemaDocument: String(decoding: schemaData, as: UTF8.self))
-        pruner = LogPruner(database: database, retention: settings.logRetention, interval: settings.pruneInterval)
         devices = DeviceStore(database: database)
+        let postgresLog = PostgresChangeLog(database: database)
+        if let url = settings.redisURL {
+            let client = try RedisClient(configuration: try RedisConfiguration(url: url), logger: logger)
+            let cache = RedisChangeLog(postgres: postgresLog, redis: client, settings: settings, metrics: metrics, logger: logger)
+            redis = client
+            self.cache = cache
+            changeLog = cache
+        } else {
+            redis = nil
+            cache = nil
+            changeLog = postgresLog
+        }
+        var pruner = LogPruner(database: database, retention: settings.logRetention, interval: settings.pruneInterval)
+        if let cache = self.cache {
+            pruner.afterPrune = { await cache.reconcile() }
+        }
+        self.pruner = pruner
     }
 
     /// The application: routes, and the services that run with it. It migrates before it listens.
@@ -50,7 +71,7 @@ public struct Server: Sendable {
         var applier = ChangeSetApplier(database: database, schema: schema)
         applier.delayBeforeRevision = applyDelay
         let service = SyncService(
-            applier: applier, changeLog: PostgresChangeLog(database: database),
+            applier: applier, changeLog: changeLog,
             corrections: CorrectionReader(database: database, schema: schema),
             devices: devices, limits: settings.limits, metrics: metrics)
         SyncController(authenticator: authenticator, bodyReader: bodyReader, service: service).addRoutes(to: router)
@@ -59,15 +80,22 @@ public struct Server: Sendable {
             .addRoutes(to: router)
         OperationsController(database: database, metrics: metrics).addRoutes(to: router)
 
+        var services: [any Service] = [postgres, pruner]
+        if let redis, let cache {
+            services += [RedisService(client: redis), CacheReconciler(cache: cache, interval: settings.cacheReconcileInterval)]
+        }
         var app = Application(
             router: router,
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "revsync"),
-            services: [postgres, pruner],
+            services: services,
             logger: logger)
-        let migrator = self.migrator, logger = self.logger
-        if migrate { app.beforeServerStarts {
-            for step in try await migrator.migrate() { logger.info("migrated", metadata: ["step": .string(step)]) }
-        } }
+        let migrator = self.migrator, logger = self.logger, cache = self.cache
+        app.beforeServerStarts {
+            if migrate {
+                for step in try await migrator.migrate() { logger.info("migrated", metadata: ["step": .string(step)]) }
+            }
+            try? await cache?.prepare()
+        }
         return app
     }
 }

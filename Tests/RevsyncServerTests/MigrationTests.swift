@@ -40,7 +40,8 @@ import Testing
     @Test func newNullableAttributeAndEntityAreAddedAndRefusalsExplainThemselves() async throws {
         let url = try await TestDatabase.create()
         defer { Task { await TestDatabase.drop(url) } }
-        #expect(try await Self.migrate(url, schema: defaultSchemaPath).count == 2)
+        let first = try await Self.migrate(url, schema: defaultSchemaPath)
+        #expect(first.contains { $0.hasPrefix("core 1:") } && first.last == "dataset schema version 1: 49 statements")
         #expect(try await Self.migrate(url, schema: defaultSchemaPath).isEmpty)
 
         let v2 = try Self.schemaFile(Self.addToNotes(["name": "color", "type": "string", "nullable": true], version: 2))

@@ -11,6 +11,18 @@ public final class InMemoryRecordStore: RecordStore {
         self.storedMeta = meta
     }
 
+    /// Runs `body` all or nothing: when it throws, the store is as before
+    /// (what a SQLite transaction gives the real store).
+    public func atomically<Value>(_ body: () throws -> Value) throws -> Value {
+        let saved = (tables, storedMeta, pending, temporaryIds)
+        do {
+            return try body()
+        } catch {
+            (tables, storedMeta, pending, temporaryIds) = saved
+            throw error
+        }
+    }
+
     public func record(_ entity: String, id: Int64) throws -> DeviceRecord? {
         tables[entity]?[id]
     }

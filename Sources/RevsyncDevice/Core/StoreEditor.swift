@@ -34,8 +34,10 @@ struct StoreEditor {
     /// that reference it with `cascade` and clearing `set null` references, level
     /// by level. `restrict` references are left for the caller to check.
     /// `effect` sees each dependent record before it is changed and may throw to refuse.
+    /// Dependents are handled even when the record itself is already gone: a
+    /// replayed pending delete also removes children that arrived since.
     mutating func delete(_ entity: String, id: Int64, effect: (DeleteEffect) throws -> Void = { _ in }) throws {
-        guard try remove(entity, id: id) else { return }
+        try remove(entity, id: id)
         var frontier = [RecordKey(entity, id)]
         var deleted: Set<RecordKey> = [RecordKey(entity, id)]
         while !frontier.isEmpty {

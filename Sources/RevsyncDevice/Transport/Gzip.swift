@@ -14,8 +14,13 @@ enum Gzip {
         return try input.decompress(with: .gzip(), maxSize: maxSize)
     }
 
-    /// Whether the bytes start with gzip's magic number.
-    static func looksCompressed(_ buffer: ByteBuffer) -> Bool {
-        buffer.readableBytes >= 2 && buffer.getInteger(at: buffer.readerIndex, as: UInt16.self) == 0x1f8b
+    static func compress(bytes: [UInt8]) throws -> [UInt8] {
+        let output = try compress(ByteBuffer(bytes: bytes))
+        return Array(output.readableBytesView)
+    }
+
+    static func decompress(bytes: [UInt8], maxSize: Int) throws -> [UInt8] {
+        let output = try decompress(ByteBuffer(bytes: bytes), maxSize: maxSize)
+        return Array(output.readableBytesView)
     }
 }

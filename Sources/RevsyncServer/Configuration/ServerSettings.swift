@@ -16,6 +16,16 @@ public struct ServerSettings: Sendable {
     /// How long a request waits for PostgreSQL before answering 503.
     public var databaseTimeout: Duration = .seconds(10)
     public var databaseConnections = 20
+    /// Redis for the catch-up cache; nil serves catch-up from PostgreSQL alone.
+    public var redisURL: String? = "redis://127.0.0.1:63799"
+    /// First part of every cache key (the database's instance id follows).
+    public var cachePrefix = "revsync"
+    /// Most recent change sets kept in the cache.
+    public var cacheWindow: Int64 = 100_000
+    /// Approximate bytes of change sets kept in the cache; the window shrinks to fit.
+    public var cacheMaxBytes = 512 * 1024 * 1024
+    /// How often the cached head and horizon are checked against PostgreSQL.
+    public var cacheReconcileInterval: Duration = .seconds(1)
 
     public init() {}
 
@@ -65,6 +75,11 @@ public struct ServerSettings: Sendable {
         if let n = try integer("REVSYNC_PRUNE_INTERVAL_SECONDS") { settings.pruneInterval = .seconds(max(1, n)) }
         if let n = try integer("REVSYNC_DB_TIMEOUT_SECONDS") { settings.databaseTimeout = .seconds(max(1, n)) }
         if let n = try integer("REVSYNC_DB_CONNECTIONS") { settings.databaseConnections = max(2, n) }
+        if let url = value("REVSYNC_REDIS_URL") { settings.redisURL = url == "off" ? nil : url }
+        if let prefix = value("REVSYNC_CACHE_PREFIX") { settings.cachePrefix = prefix }
+        if let n = try integer("REVSYNC_CACHE_WINDOW") { settings.cacheWindow = Int64(max(1, n)) }
+        if let n = try integer("REVSYNC_CACHE_MAX_BYTES") { settings.cacheMaxBytes = max(1024, n) }
+        if let n = try integer("REVSYNC_CACHE_RECONCILE_MS") { settings.cacheReconcileInterval = .milliseconds(max(10, n)) }
         return settings
     }
 

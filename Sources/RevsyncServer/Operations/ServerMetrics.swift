@@ -29,7 +29,7 @@ public struct ServerMetrics: Sendable {
 
     func recordApply(_ outcome: ApplyOutcome, changeSet: ChangeSet, duration: Duration) {
         switch outcome {
-        case .applied(let revision, _):
+        case .applied(let revision, _, _):
             for entity in changeSet.types {
                 CoreMetrics.Counter(label: "revsync_change_sets_applied_total", dimensions: [("entity", entity)], factory: factory).increment()
             }
@@ -45,9 +45,20 @@ public struct ServerMetrics: Sendable {
         }
     }
 
-    func recordCatchUp(changeSets: Int, duration: Duration) {
-        CoreMetrics.Timer(label: "revsync_catchup_duration_seconds", dimensions: [("source", "postgres")], factory: factory).recordNanoseconds(duration.nanoseconds)
+    func recordCatchUp(changeSets: Int, source: String, duration: Duration) {
+        CoreMetrics.Timer(label: "revsync_catchup_duration_seconds", dimensions: [("source", source)], factory: factory).recordNanoseconds(duration.nanoseconds)
         CoreMetrics.Counter(label: "revsync_catchup_change_sets_total", dimensions: [], factory: factory).increment(by: changeSets)
+    }
+
+    /// Cache events: "hits" and "misses" count change sets, "backfills" PostgreSQL reads that filled holes,
+    /// "errors" failed Redis calls, "writes" change sets written through.
+    func recordCache(_ event: String, count: Int = 1) {
+        guard count > 0 else { return }
+        CoreMetrics.Counter(label: "revsync_cache_\(event)_total", dimensions: [], factory: factory).increment(by: count)
+    }
+
+    func cacheUp(_ up: Bool) {
+        CoreMetrics.Gauge(label: "revsync_cache_up", dimensions: [], factory: factory).record(up ? 1 : 0)
     }
 
     func observeHead(_ revision: Int64) {

@@ -55,8 +55,8 @@ struct ChangeSetApplier: Sendable {
             }
             try await connection.run("SAVEPOINT change_set", logger)
             do {
-                let revision = try await writer.write(normalized, on: connection)
-                return .applied(revision: revision, seq: changeSet.seq)
+                let entry = try await writer.write(normalized, on: connection)
+                return .applied(revision: entry.revision, seq: changeSet.seq, entry: entry)
             } catch {
                 guard let reason = Self.conflict(from: error) else { throw error }
                 try await connection.run("ROLLBACK TO SAVEPOINT change_set", logger)

@@ -1,4 +1,5 @@
 import Logging
+import NIOCore
 import PostgresNIO
 import RevsyncRules
 import RevsyncWire
@@ -11,7 +12,7 @@ struct ChangeSetWriter: Sendable {
     let logger: Logger
     let delayBeforeRevision: ApplyDelay?
 
-    func write(_ normalized: NormalizedChangeSet, on connection: PostgresConnection) async throws -> Int64 {
+    func write(_ normalized: NormalizedChangeSet, on connection: PostgresConnection) async throws -> CommittedEntry {
         let known = try await temporaryIds(Array(normalized.temporaryIdsToResolve.keys) + normalized.creates.map(\.temporaryId), on: connection)
         var resolved = try TemporaryIdResolver.resolve(normalized, schema: schema, known: known).get()
 
@@ -191,9 +192,11 @@ struct ChangeSetWriter: Sendable {
 
     /// Takes the next revision and stamps it on every written record and on the log
     /// entry, in one statement: the revision lock is held only from here to COMMIT.
-    private func stamp(_ applied: AppliedChangeSet, on connection: PostgresConnection) async throws -> Int64 {
-        let body = String(decoding: LogEntryEncoder.encode(applied, schema: schema, author: false), as: UTF8.self)
-        let authorBody = String(decoding: LogEntryEncoder.encode(applied, schema: schema, author: true), as: UTF8.self)
+    private func stamp(_ applied: AppliedChangeSet, on connection: PostgresConnection) async throws -> CommittedEntry {
+        let bodyBytes = LogEntryEncoder.encode(applied, schema: schema, author: false)
+        let authorBytes = LogEntryEncoder.encode(applied, schema: schema, author: true)
+        let body = String(decoding: bodyBytes, as: UTF8.self)
+        let authorBody = String(decoding: authorBytes, as: UTF8.self)
         var binds = PostgresBindings()
         binds.append(device.id)
         binds.append(applied.seq)
@@ -216,7 +219,23 @@ struct ChangeSetWriter: Sendable {
         guard let revision = try rows.first?.decode(Int64.self) else {
             throw SyncError(.internal, "stamping the revision returned nothing")
         }
-        return revision
+        // The same substitution PostgreSQL made, so caches get the stored bytes without reading them back.
+        return CommittedEntry(
+            revision: revision, deviceId: device.id,
+            body: Self.substitute(bodyBytes, revision), authorBody: Self.substitute(authorBytes, revision))
+    }
+
+    static func substitute(_ bytes: [UInt8], _ revision: Int64) -> ByteBuffer {
+        let number = Array(String(revision).utf8)
+        var buffer = ByteBufferAllocator().buffer(capacity: bytes.count + 8 * number.count)
+        var start = 0
+        for (index, byte) in bytes.enumerated() where byte == JSONWriter.placeholder {
+            buffer.writeBytes(bytes[start..<index])
+            buffer.writeBytes(number)
+            start = index + 1
+        }
+        buffer.writeBytes(bytes[start...])
+        return buffer
     }
 
     /// Entities in first-appearance order.

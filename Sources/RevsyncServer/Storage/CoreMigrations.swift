@@ -70,6 +70,10 @@ enum CoreMigrations {
                 applied_at timestamptz NOT NULL DEFAULT now()
             )
             """,
-        ])
+        ]),
+        // Names this database in cache keys, so a cache never serves one database's log for another.
+        Migration(version: 2, name: "database instance id", statements: [
+            "ALTER TABLE revsync_head ADD COLUMN instance uuid NOT NULL DEFAULT gen_random_uuid()"
+        ]),
     ]
 }

@@ -1,4 +1,5 @@
 import Logging
+import Synchronization
 import NIOCore
 import PostgresNIO
 
@@ -11,6 +12,8 @@ public struct Database: Sendable {
     public let client: PostgresClient
     let logger: Logger
     let timeout: Duration
+    /// Connections leased so far: tests use it to prove a path makes no query at all.
+    public let leases = LeaseCounter()
 
     public init(client: PostgresClient, logger: Logger, timeout: Duration) {
         self.client = client
@@ -24,6 +27,7 @@ public struct Database: Sendable {
         unlimited: Bool = false, _ body: @Sendable @escaping (PostgresConnection) async throws -> T
     ) async throws -> T {
         let client = self.client
+        leases.increment()
         return try await withDeadline(unlimited ? nil : timeout) {
             try await client.withConnection(body)
         }
@@ -52,6 +56,7 @@ public struct Database: Sendable {
     /// deadline, and `body` may capture the response writer (it does not escape).
     func streamingTransaction<T>(_ isolation: String, _ body: (PostgresConnection) async throws -> T) async throws -> T {
         let logger = self.logger
+        leases.increment()
         do {
             return try await client.withConnection { connection in
                 try await connection.run("BEGIN ISOLATION LEVEL \(unescaped: isolation)", logger)
@@ -118,4 +123,15 @@ extension Error {
         if let error = self as? PostgresTransactionError { return (error.closureError as? PSQLError)?.sqlState }
         return nil
     }
+}
+
+/// A thread-safe count of database connection leases.
+public final class LeaseCounter: Sendable {
+    private let count = Atomic<Int>(0)
+
+    public init() {}
+
+    func increment() { count.add(1, ordering: .relaxed) }
+
+    public var value: Int { count.load(ordering: .relaxed) }
 }

@@ -9,6 +9,8 @@ public struct LogPruner: Service {
     /// Change sets to keep; 0 keeps everything.
     let retention: Int64
     let interval: Duration
+    /// Tells a cache the new horizon at once (devices below it must bootstrap).
+    var afterPrune: (@Sendable () async -> Void)? = nil
 
     public func run() async throws {
         // A service that returns ends the whole group, so an idle pruner waits for shutdown.
@@ -16,7 +18,7 @@ public struct LogPruner: Service {
         // Waiting first also lets the server's migrations finish before the first run.
         while !Task.isShuttingDownGracefully {
             try? await gracefulShutdownSleep(interval)
-            guard !Task.isShuttingDownGracefully else { break }
+            guard !Task.isShuttingDownGracefully, !Task.isCancelled else { break }
             do {
                 try await pruneOnce()
             } catch {
@@ -30,13 +32,15 @@ public struct LogPruner: Service {
     public func pruneOnce() async throws -> Int64 {
         let logger = database.logger
         let retention = self.retention
-        return try await database.transaction { connection in
+        let horizon = try await database.transaction { connection in
             let rows = try await connection.rows(
                 "UPDATE revsync_head SET horizon = GREATEST(horizon, head - \(retention)) RETURNING horizon", logger)
             let horizon = try rows.first?.decode(Int64.self) ?? 0
             try await connection.run("DELETE FROM revsync_log WHERE revision <= \(horizon)", logger)
             return horizon
         }
+        await afterPrune?()
+        return horizon
     }
 }
 

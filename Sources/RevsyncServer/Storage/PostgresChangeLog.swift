@@ -17,7 +17,11 @@ public struct PostgresChangeLog: ChangeLog {
         return LogState(head: head, horizon: horizon)
     }
 
-    public func entries(after revision: Int64, for device: Device, limits: CatchUpLimits) async throws -> CatchUpPage {
+    public func authoritativeState() async throws -> LogState { try await state() }
+
+    public func didCommit(_ entry: CommittedEntry) async {}
+
+    public func entries(after revision: Int64, through head: Int64, for device: Device, limits: CatchUpLimits) async throws -> CatchUpPage {
         let logger = database.logger
         let count = limits.maxChangeSets + 1
         let rows = try await database.withConnection { connection in
@@ -37,6 +41,30 @@ public struct PostgresChangeLog: ChangeLog {
             bytes += body.readableBytes
         }
         return CatchUpPage(entries: entries, more: false)
+    }
+
+    /// Whole entries (both forms) of the given revisions that the log still holds, in order.
+    func committedEntries(_ revisions: [Int64]) async throws -> [CommittedEntry] {
+        guard !revisions.isEmpty else { return [] }
+        let logger = database.logger
+        let rows = try await database.withConnection { connection in
+            try await connection.rows(
+                "SELECT revision, device_id, body, author_body FROM revsync_log WHERE revision = ANY(\(revisions)) ORDER BY revision", logger)
+        }
+        return try rows.map { row in
+            let (revision, device, body, author) = try row.decode((Int64, Int64, ByteBuffer, ByteBuffer).self)
+            return CommittedEntry(revision: revision, deviceId: device, body: body, authorBody: author)
+        }
+    }
+
+    /// The database's instance id, which names its cache keys.
+    func instance() async throws -> String {
+        let logger = database.logger
+        let rows = try await database.withConnection { connection in
+            try await connection.rows("SELECT instance::text FROM revsync_head", logger)
+        }
+        guard let row = rows.first else { throw SyncError(.internal, "revsync_head is empty: run `revsync migrate`") }
+        return try row.decode(String.self)
     }
 
     public func authorEntries(_ revisions: [Int64], for device: Device) async throws -> [LogEntry] {

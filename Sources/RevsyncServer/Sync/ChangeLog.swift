@@ -19,6 +19,8 @@ public struct CatchUpPage: Sendable {
     public let entries: [LogEntry]
     /// The log holds more after the last entry.
     public let more: Bool
+    /// Where the entries came from: "postgres", "redis" or "mixed" (a cache with holes filled from PostgreSQL).
+    public var source: String = "postgres"
 }
 
 public struct CatchUpLimits: Sendable {
@@ -28,9 +30,14 @@ public struct CatchUpLimits: Sendable {
 
 /// Where catch-up reads committed change sets from: PostgreSQL, or a cache in front of it.
 public protocol ChangeLog: Sendable {
+    /// The head and horizon; a cache may answer with a head that lags behind.
     func state() async throws -> LogState
-    /// Entries after `revision` in order, gap-free, at least one when any exist.
-    func entries(after revision: Int64, for device: Device, limits: CatchUpLimits) async throws -> CatchUpPage
+    /// The head and horizon as PostgreSQL has them.
+    func authoritativeState() async throws -> LogState
+    /// Entries after `revision` up to `head` (or beyond) in order, gap-free, at least one when any exist.
+    func entries(after revision: Int64, through head: Int64, for device: Device, limits: CatchUpLimits) async throws -> CatchUpPage
     /// The author's form of the given revisions (acknowledgements the device asks for again).
     func authorEntries(_ revisions: [Int64], for device: Device) async throws -> [LogEntry]
+    /// Called after a change set committed; must not fail the request.
+    func didCommit(_ entry: CommittedEntry) async
 }

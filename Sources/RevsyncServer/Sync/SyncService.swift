@@ -21,7 +21,9 @@ struct SyncService: Sendable {
             throw SyncError(.tooLarge, "\(request.changeSets.count) change sets in one request; the limit is \(limits.maxChangeSetsPerRequest): send the rest next")
         }
         try await checkSequence(request.changeSets, device: device)
-        let state = try await changeLog.state()
+        var state = try await changeLog.state()
+        // A cached head may lag (or have been set back): ask PostgreSQL before refusing.
+        if request.maxRevision > state.head { state = try await changeLog.authoritativeState() }
         guard request.maxRevision <= state.head else {
             throw SyncError(.revisionAhead, "maxRevision \(request.maxRevision) is above the server's head revision \(state.head)")
         }
@@ -34,18 +36,20 @@ struct SyncService: Sendable {
             let started = ContinuousClock.now
             let outcome = try await applier.apply(changeSet, device: device)
             metrics.recordApply(outcome, changeSet: changeSet, duration: ContinuousClock.now - started)
+            if case .applied(_, _, let entry) = outcome { await changeLog.didCommit(entry) }
             logger.debug("change set handled", metadata: ["seq": "\(changeSet.seq.map(String.init) ?? "-")", "outcome": "\(outcome)"])
             outcomes.append(outcome)
         }
 
         let started = ContinuousClock.now
+        let head = max(state.head, outcomes.compactMap(\.revision).max() ?? 0)
         let page = try await changeLog.entries(
-            after: request.maxRevision, for: device,
+            after: request.maxRevision, through: head, for: device,
             limits: CatchUpLimits(maxChangeSets: limits.catchUpMaxChangeSets, maxBytes: limits.catchUpMaxBytes))
         // Acknowledgements the device asks for again although it is past them (after a re-bootstrap).
         let old = outcomes.compactMap(\.revision).filter { $0 <= request.maxRevision }
         let oldAcks = try await changeLog.authorEntries(old, for: device)
-        metrics.recordCatchUp(changeSets: page.entries.count, duration: ContinuousClock.now - started)
+        metrics.recordCatchUp(changeSets: page.entries.count, source: page.source, duration: ContinuousClock.now - started)
 
         var correctives: [[UInt8]] = []
         for outcome in outcomes {

@@ -83,5 +83,5 @@ func seededStore() throws -> InMemoryRecordStore {
 /// Runs a local transaction on an in-memory store.
 @discardableResult
 func edit<Value>(_ store: InMemoryRecordStore, _ body: (Transaction) throws -> Value) throws -> LocalEditResult<Value> {
-    try LocalEdit.perform(on: store, schema: TestSchema.schema, body)
+    try store.atomically { try LocalEdit.perform(on: store, schema: TestSchema.schema, body) }
 }

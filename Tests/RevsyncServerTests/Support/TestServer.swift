@@ -25,6 +25,11 @@ func withTestServer<T: Sendable>(
     settings.databaseURL = url
     settings.schemaPath = defaultSchemaPath
     settings.adminToken = adminToken
+    // Tests run in parallel against one PostgreSQL: keep each server's pool small.
+    settings.databaseConnections = 6
+    // The cache is on, as in production; its keys are named by this database's instance id.
+    settings.redisURL = ProcessInfo.processInfo.environment["REVSYNC_TEST_REDIS_URL"] ?? "redis://127.0.0.1:63799"
+    settings.cacheReconcileInterval = .milliseconds(100)
     configure(&settings)
     var logger = Logger(label: "revsync.tests")
     logger.logLevel = .warning

@@ -1,0 +1,224 @@
+import Logging
+import NIOCore
+import RevsyncRedis
+import Synchronization
+
+/// The change log with Redis in front of PostgreSQL.
+///
+/// Every committed change set is written through after its COMMIT, and the cached
+/// head only moves forward. A catch-up reads the head and the range from Redis and
+/// assembles the response from the cached bytes; holes (evictions, a flush, a
+/// crash between COMMIT and the cache write) are read from PostgreSQL once and
+/// written back. When Redis fails, every call falls back to PostgreSQL.
+public final class RedisChangeLog: ChangeLog {
+    let postgres: PostgresChangeLog
+    let redis: RedisClient
+    let settings: ServerSettings
+    let metrics: ServerMetrics
+    let logger: Logger
+    let health: CacheHealth
+    let backfills = BackfillCoordinator()
+    /// Set once the database's instance id is known (after migrations).
+    private let keys = Mutex<CacheKeys?>(nil)
+    /// A running average of entry sizes, to fit the window into `cacheMaxBytes`.
+    private let averageEntryBytes = Mutex<Double>(1024)
+
+    /// Raises a counter key only if the new value is larger: several instances and late writes never move it back.
+    static let raiseScript = """
+        local current = tonumber(redis.call('GET', KEYS[1]) or '-1')
+        local proposed = tonumber(ARGV[1])
+        if proposed > current then redis.call('SET', KEYS[1], ARGV[1]) return proposed end
+        return current
+        """
+
+    init(postgres: PostgresChangeLog, redis: RedisClient, settings: ServerSettings, metrics: ServerMetrics, logger: Logger) {
+        self.postgres = postgres
+        self.redis = redis
+        self.settings = settings
+        self.metrics = metrics
+        self.logger = logger
+        self.health = CacheHealth(logger: logger, metrics: metrics)
+    }
+
+    /// The keys to use now, or nil to go straight to PostgreSQL.
+    private var usableKeys: CacheKeys? {
+        guard let keys = keys.withLock({ $0 }), health.shouldTry else { return nil }
+        return keys
+    }
+
+    /// The window of recent revisions kept, shrunk to fit the byte budget.
+    var window: Int64 {
+        let average = averageEntryBytes.withLock { $0 }
+        return max(1, min(settings.cacheWindow, Int64(Double(settings.cacheMaxBytes) / max(average, 1))))
+    }
+
+    // MARK: Startup and reconciliation
+
+    /// Learns the database's instance id and brings Redis in line with PostgreSQL:
+    /// a cache that is ahead of the database (restored database) is dropped.
+    func prepare() async throws {
+        let instance = try await postgres.instance()
+        let keys = CacheKeys(prefix: settings.cachePrefix, instance: instance)
+        self.keys.withLock { $0 = keys }
+        do {
+            let state = try await postgres.state()
+            let cachedHead = try await redis.get(keys.head).flatMap { Int64(String(buffer: $0)) }
+            if let cachedHead, cachedHead > state.head {
+                logger.warning("the Redis cache is ahead of PostgreSQL; dropping it", metadata: ["cached": "\(cachedHead)", "head": "\(state.head)"])
+                try await dropAll(keys)
+            }
+            try await raise(state, keys)
+            health.succeeded()
+        } catch let error as RedisError {
+            health.failed(error)
+        }
+    }
+
+    /// Moves the cached head and horizon up to PostgreSQL's (never down).
+    func reconcile() async {
+        guard let keys = keys.withLock({ $0 }) else { return }
+        do {
+            let state = try await postgres.state()
+            guard health.shouldTry else { return }
+            try await raise(state, keys)
+            health.succeeded()
+        } catch let error as RedisError {
+            health.failed(error)
+        } catch {
+            logger.debug("cache reconciliation skipped", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func raise(_ state: LogState, _ keys: CacheKeys) async throws {
+        _ = try await redis.eval(script: Self.raiseScript, keys: [keys.head], args: [String(state.head)])
+        _ = try await redis.eval(script: Self.raiseScript, keys: [keys.horizon], args: [String(state.horizon)])
+    }
+
+    private func dropAll(_ keys: CacheKeys) async throws {
+        var cursor = "0"
+        repeat {
+            let reply = try await redis.command(["SCAN", cursor, "MATCH", keys.prefix + ":*", "COUNT", "1000"])
+            guard let parts = reply.arrayValue, parts.count == 2, let next = parts[0].stringValue else { break }
+            cursor = next
+            let found = (parts[1].arrayValue ?? []).compactMap(\.stringValue)
+            if !found.isEmpty { _ = try await redis.del(found) }
+        } while cursor != "0"
+    }
+
+    // MARK: ChangeLog
+
+    public func state() async throws -> LogState {
+        guard let keys = usableKeys else { return try await postgres.state() }
+        do {
+            let values = try await redis.mget([keys.head, keys.horizon])
+            health.succeeded()
+            if let head = values[0].flatMap({ Int64(String(buffer: $0)) }), let horizon = values[1].flatMap({ Int64(String(buffer: $0)) }) {
+                return LogState(head: head, horizon: horizon)
+            }
+        } catch let error as RedisError {
+            health.failed(error)
+            return try await postgres.state()
+        }
+        // Flushed or never written: PostgreSQL knows, and the cache learns it.
+        return try await authoritativeState()
+    }
+
+    public func authoritativeState() async throws -> LogState {
+        let state = try await postgres.state()
+        if let keys = usableKeys {
+            do {
+                try await raise(state, keys)
+            } catch {
+                health.failed(error)
+            }
+        }
+        return state
+    }
+
+    public func entries(after revision: Int64, through head: Int64, for device: Device, limits: CatchUpLimits) async throws -> CatchUpPage {
+        guard let keys = usableKeys else { return try await postgres.entries(after: revision, through: head, for: device, limits: limits) }
+        let last = min(head, revision + Int64(limits.maxChangeSets))
+        guard last > revision else { return CatchUpPage(entries: [], more: false, source: "redis") }
+        let wanted = Array((revision + 1)...last)
+        var found: [Int64: CommittedEntry] = [:]
+        do {
+            let values = try await redis.mget(wanted.map(keys.entry))
+            health.succeeded()
+            for (number, value) in zip(wanted, values) {
+                if let value, let entry = CachedEntry.decode(value, revision: number) { found[number] = entry }
+            }
+        } catch let error as RedisError {
+            health.failed(error)
+            return try await postgres.entries(after: revision, through: head, for: device, limits: limits)
+        }
+        let missing = wanted.filter { found[$0] == nil }
+        metrics.recordCache("hits", count: wanted.count - missing.count)
+        metrics.recordCache("misses", count: missing.count)
+        if !missing.isEmpty {
+            for entry in try await backfill(missing, keys: keys, head: head) { found[entry.revision] = entry }
+        }
+
+        var entries: [LogEntry] = []
+        var bytes = 0
+        for number in wanted {
+            // A revision PostgreSQL no longer has either: the device is behind the retained log.
+            guard let entry = found[number] else {
+                if entries.isEmpty, number <= (try await postgres.state()).horizon {
+                    throw SyncError(.snapshotRequired, "revision \(number) is no longer in the log: bootstrap from GET /snapshot")
+                }
+                return CatchUpPage(entries: entries, more: false, source: "mixed")
+            }
+            let body = entry.bytes(for: device.id)
+            if !entries.isEmpty && bytes + body.readableBytes > limits.maxBytes {
+                return CatchUpPage(entries: entries, more: true, source: missing.isEmpty ? "redis" : "mixed")
+            }
+            entries.append(LogEntry(revision: number, bytes: body))
+            bytes += body.readableBytes
+        }
+        return CatchUpPage(entries: entries, more: last < head, source: missing.isEmpty ? "redis" : "mixed")
+    }
+
+    /// Reads missing revisions from PostgreSQL (once, however many requests miss them) and writes them back.
+    private func backfill(_ missing: [Int64], keys: CacheKeys, head: Int64) async throws -> [CommittedEntry] {
+        let postgres = self.postgres, metrics = self.metrics
+        let entries = try await backfills.load(missing) {
+            metrics.recordCache("backfills")
+            return try await postgres.committedEntries(missing)
+        }
+        let oldest = head - window
+        let commands = entries.filter { $0.revision > oldest }.map { entry in
+            [ByteBuffer(string: "SET"), ByteBuffer(string: keys.entry(entry.revision)), CachedEntry.encode(entry)]
+        }
+        guard !commands.isEmpty else { return entries }
+        do {
+            _ = try await redis.pipeline(commands)
+        } catch {
+            health.failed(error)
+        }
+        return entries
+    }
+
+    public func authorEntries(_ revisions: [Int64], for device: Device) async throws -> [LogEntry] {
+        try await postgres.authorEntries(revisions, for: device)
+    }
+
+    public func didCommit(_ entry: CommittedEntry) async {
+        let size = Double(entry.body.readableBytes + entry.authorBody.readableBytes + 12)
+        averageEntryBytes.withLock { $0 = $0 * 0.99 + size * 0.01 }
+        guard let keys = usableKeys else { return }
+        var commands: [[ByteBuffer]] = [
+            [ByteBuffer(string: "SET"), ByteBuffer(string: keys.entry(entry.revision)), CachedEntry.encode(entry)]
+        ]
+        let evicted = entry.revision - window
+        if evicted > 0 { commands.append([ByteBuffer(string: "DEL"), ByteBuffer(string: keys.entry(evicted))]) }
+        do {
+            _ = try await redis.pipeline(commands)
+            // The entry first, then the head: a reader that sees the new head finds the entry (or backfills it).
+            _ = try await redis.eval(script: Self.raiseScript, keys: [keys.head], args: [String(entry.revision)])
+            metrics.recordCache("writes")
+            health.succeeded()
+        } catch {
+            health.failed(error)
+        }
+    }
+}

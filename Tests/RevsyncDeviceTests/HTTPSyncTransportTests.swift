@@ -1,0 +1,109 @@
+import Foundation
+import RevsyncWire
+import Testing
+
+@testable import RevsyncDevice
+
+@Suite("HTTP transport")
+struct HTTPSyncTransportTests {
+    func json<Value: Encodable>(_ value: Value) throws -> [UInt8] { Array(try JSONEncoder().encode(value)) }
+
+    @Test func syncSendsGzipWithTheTokenAndInflatesTheAnswer() async throws {
+        var changeSet = ChangeSet(seq: 1, conflict: false, revision: 8)
+        changeSet.create("teams", 40, [ReservedAttribute.oldId: -1, "revision": 8, "name": "Hawks"])
+        let answer = try json(SyncResponse(maxRevision: 8, changeSets: [changeSet]))
+        let compressedAnswer = try Gzip.compress(bytes: answer)
+        let server = try MiniHTTPServer { request in
+            .init(status: 200, headers: [("Content-Type", "application/json"), ("Content-Encoding", "gzip")], body: compressedAnswer)
+        }
+        defer { server.stop() }
+        var configuration = HTTPSyncTransport.Configuration(baseURL: server.baseURL + "/")
+        configuration.compressRequestsFrom = 100
+        let transport = HTTPSyncTransport(configuration: configuration)
+
+        var pending = ChangeSet(seq: 1)
+        pending.create("teams", -1, ["name": .string(String(repeating: "long name ", count: 50))])
+        let request = SyncRequest(maxRevision: 7, changeSets: [pending])
+        let response = try await transport.sync(request, token: "secret")
+        try await transport.shutdown()
+
+        #expect(response.maxRevision == 8)
+        #expect(response.changeSets.first?.entities["teams"]?.attributes[40]?[ReservedAttribute.oldId] == -1)
+        let received = try #require(server.requests.first)
+        #expect(received.method == "POST")
+        #expect(received.path == "/sync")
+        #expect(received.headers["authorization"] == "Bearer secret")
+        #expect(received.headers["content-type"] == "application/json")
+        #expect(received.headers["content-encoding"] == "gzip")
+        #expect(received.headers["accept-encoding"] == "gzip")
+        let inflated = try Gzip.decompress(bytes: received.body, maxSize: 1 << 20)
+        #expect(try JSONDecoder().decode(SyncRequest.self, from: Data(inflated)) == request)
+    }
+
+    @Test func smallBodiesGoUncompressedAndSnapshotsDecodeInAnyKeyOrder() async throws {
+        let snapshot = #"{"changeSets":[{"teams":{"attributes":{"5":{"name":"Owls","revision":3}},"delete":[],"update":[],"create":[5]},"types":["teams"]}],"maxRevision":3}"#
+        let server = try MiniHTTPServer { request in
+            request.path == "/snapshot" ? .init(status: 200, body: Array(snapshot.utf8)) : .init(status: 200, body: Array(#"{"maxRevision":3,"changeSets":[]}"#.utf8))
+        }
+        defer { server.stop() }
+        let transport = HTTPSyncTransport(configuration: .init(baseURL: server.baseURL))
+        let loaded = try await transport.snapshot(token: "t")
+        _ = try await transport.sync(SyncRequest(maxRevision: 3), token: "t")
+        try await transport.shutdown()
+        #expect(loaded.changeSets.first?.entities["teams"]?.attributes[5]?["name"] == "Owls")
+        #expect(server.requests.first?.method == "GET")
+        #expect(server.requests.last?.headers["content-encoding"] == nil)
+    }
+
+    @Test func errorAnswersBecomeTypedErrors() async throws {
+        let server = try MiniHTTPServer { request in
+            switch request.headers["authorization"] {
+            case "Bearer gap": .init(status: 409, body: Array(#"{"error":"sequence_gap","message":"want 4","expected":4}"#.utf8))
+            case "Bearer busy": .init(status: 503, headers: [("Retry-After", "2")], body: Array(#"{"error":"unavailable","message":"db"}"#.utf8))
+            case "Bearer old": .init(status: 410, body: Array(#"{"error":"snapshot_required","message":"old"}"#.utf8))
+            case "Bearer garbage": .init(status: 200, body: Array("not json".utf8))
+            default: .init(status: 401, body: Array(#"{"error":"unauthorized","message":"who"}"#.utf8))
+            }
+        }
+        defer { server.stop() }
+        let transport = HTTPSyncTransport(configuration: .init(baseURL: server.baseURL))
+        func attempt(_ token: String) async -> SyncTransportError? {
+            do {
+                _ = try await transport.sync(SyncRequest(maxRevision: 0), token: token)
+                return nil
+            } catch {
+                return error as? SyncTransportError
+            }
+        }
+        #expect(await attempt("gap") == .sequenceGap(expected: 4, message: "want 4"))
+        #expect(await attempt("busy") == .unavailable(retryAfter: .seconds(2), message: "db"))
+        #expect(await attempt("old") == .snapshotRequired(message: "old"))
+        #expect(await attempt("nobody") == .unauthorized(message: "who"))
+        guard case .invalidResponse? = await attempt("garbage") else {
+            Issue.record("a body that is not JSON is an invalid response")
+            return
+        }
+        try await transport.shutdown()
+    }
+
+    @Test func noServerIsAConnectionError() async throws {
+        let server = try MiniHTTPServer { _ in .init(status: 200) }
+        let url = server.baseURL
+        server.stop()
+        var configuration = HTTPSyncTransport.Configuration(baseURL: url)
+        configuration.connectTimeout = .milliseconds(500)
+        let transport = HTTPSyncTransport(configuration: configuration)
+        do {
+            _ = try await transport.schema(token: "t")
+            Issue.record("expected a connection error")
+        } catch let error as SyncTransportError {
+            guard case .connection = error else {
+                Issue.record("expected a connection error, got \(error)")
+                try await transport.shutdown()
+                return
+            }
+            #expect(error.isRetryable)
+        }
+        try await transport.shutdown()
+    }
+}

@@ -1,0 +1,104 @@
+import Foundation
+import RevsyncWire
+import Testing
+
+@testable import RevsyncDevice
+
+@Suite("Backoff, recovery and error mapping")
+struct SmallRulesTests {
+    @Test func backoffGrowsExponentiallyWithEqualJitterUpToTheCap() {
+        let policy = RetryPolicy(initialDelay: .seconds(1), maximumDelay: .seconds(10), multiplier: 2)
+        #expect(policy.delay(forAttempt: 1, jitter: 0) == .seconds(0.5))
+        #expect(policy.delay(forAttempt: 1, jitter: 1) == .seconds(1))
+        #expect(policy.delay(forAttempt: 3, jitter: 0.5) == .seconds(3))
+        #expect(policy.delay(forAttempt: 30, jitter: 1) == .seconds(10))
+        #expect(policy.delay(forAttempt: 30, jitter: 0) == .seconds(5))
+    }
+
+    @Test func eachEnvelopeErrorHasItsRecovery() {
+        #expect(SyncRecovery.decide(for: .snapshotRequired(message: ""), changeSetCount: 1) == .bootstrap)
+        #expect(SyncRecovery.decide(for: .revisionAhead(message: ""), changeSetCount: 1) == .bootstrap)
+        #expect(SyncRecovery.decide(for: .sequenceGap(expected: 4, message: ""), changeSetCount: 1) == .renumber(expected: 4))
+        #expect(SyncRecovery.decide(for: .tooLarge(message: ""), changeSetCount: 3) == .shrinkBatch)
+        #expect(SyncRecovery.decide(for: .tooLarge(message: ""), changeSetCount: 1) == .fail)
+        #expect(SyncRecovery.decide(for: .unavailable(retryAfter: .seconds(2), message: ""), changeSetCount: 1) == .retry(after: .seconds(2)))
+        #expect(SyncRecovery.decide(for: .connection("reset"), changeSetCount: 1) == .retry(after: nil))
+        #expect(SyncRecovery.decide(for: .serverError(status: 502, message: ""), changeSetCount: 1) == .retry(after: nil))
+        #expect(SyncRecovery.decide(for: .unauthorized(message: ""), changeSetCount: 1) == .fail)
+        #expect(SyncRecovery.decide(for: .rejected(status: 400, code: "invalid_json", message: ""), changeSetCount: 1) == .fail)
+    }
+
+    @Test func errorBodiesMapToTypedErrors() {
+        func map(_ status: Int, _ body: String, retryAfter: String? = nil) -> SyncTransportError {
+            ErrorResponseMapper.error(status: status, body: Array(body.utf8), retryAfter: retryAfter)
+        }
+        #expect(map(409, #"{"error":"sequence_gap","message":"m","expected":7}"#) == .sequenceGap(expected: 7, message: "m"))
+        #expect(map(409, #"{"error":"revision_ahead","message":"m"}"#) == .revisionAhead(message: "m"))
+        #expect(map(410, #"{"error":"snapshot_required","message":"m"}"#) == .snapshotRequired(message: "m"))
+        #expect(map(401, #"{"error":"unauthorized","message":"m"}"#) == .unauthorized(message: "m"))
+        #expect(map(413, #"{"error":"too_large","message":"m"}"#) == .tooLarge(message: "m"))
+        #expect(map(415, #"{"error":"unsupported_encoding","message":"m"}"#) == .unsupportedEncoding(message: "m"))
+        #expect(map(503, #"{"error":"unavailable","message":"m"}"#, retryAfter: "3") == .unavailable(retryAfter: .seconds(3), message: "m"))
+        #expect(map(400, #"{"error":"invalid_json","message":"m"}"#) == .rejected(status: 400, code: "invalid_json", message: "m"))
+        #expect(map(502, "<html>bad gateway</html>") == .serverError(status: 502, message: "<html>bad gateway</html>"))
+        #expect(map(409, #"{"error":"sequence_gap","message":"m"}"#).isRetryable, "a gap without expected is a broken answer")
+    }
+
+    @Test func gzipRoundTrips() throws {
+        let text = String(repeating: "{\"maxRevision\":1,\"changeSets\":[]}", count: 200)
+        let compressed = try Gzip.compress(bytes: Array(text.utf8))
+        #expect(compressed.prefix(2) == [0x1f, 0x8b])
+        #expect(compressed.count < text.utf8.count / 10)
+        let inflated = try Gzip.decompress(bytes: compressed, maxSize: 1 << 20)
+        #expect(String(decoding: inflated, as: UTF8.self) == text)
+        #expect(throws: (any Error).self) { try Gzip.decompress(bytes: compressed, maxSize: 100) }
+    }
+
+    @Test func theOutboxIsRenumberedFromTheExpectedSeq() throws {
+        let store = try seededStore()
+        try store.setMeta(DeviceMeta(maxRevision: 3, nextSeq: 12, nextTemporaryId: -1, bootstrapped: true))
+        try edit(store) { tx in try tx.update("teams", id: 10, ["city": "A"]) }
+        try edit(store) { tx in try tx.update("teams", id: 10, ["city": "B"]) }
+        #expect(try store.outbox().map(\.seq) == [12, 13])
+        #expect(try OutboxRenumbering.renumber(store, from: 5))
+        #expect(try store.outbox().map(\.seq) == [5, 6])
+        #expect(try store.outbox().last?.entities["teams"]?.attributes[10]?["city"] == "B")
+        #expect(try store.meta().nextSeq == 7)
+        #expect(try !OutboxRenumbering.renumber(store, from: 9), "a server ahead of the outbox is not a gap to close")
+    }
+
+    @Test func snapshotsReplaceRecordsAndKeepPendingEdits() throws {
+        let store = try seededStore()
+        let player = try edit(store) { tx in
+            try tx.update("teams", id: 10, ["city": "Mine"])
+            return try tx.create("players", ["team_id": 10])
+        }.value
+        var snapshot = ChangeSet()
+        snapshot.create("leagues", 1, ["revision": 1, "name": "Premier"])
+        snapshot.create("teams", 10, ["revision": 30, "league_id": 1, "name": "Owls", "city": "Leeds"])
+        snapshot.create("teams", 11, ["revision": 31, "league_id": 1, "name": "Rooks", "city": .null])
+        let count = try SnapshotLoader.load(SyncResponse(maxRevision: 40, changeSets: [snapshot]), into: store, schema: TestSchema.schema)
+        #expect(count == 3)
+        #expect(try store.meta().maxRevision == 40)
+        #expect(try store.record("teams", id: 10)?.revision == 30)
+        #expect(try store.record("teams", id: 10)?["city"] == "Mine")
+        #expect(try store.record("teams", id: 11)?["name"] == "Rooks")
+        #expect(try store.record("players", id: player) != nil)
+        #expect(try store.outbox().count == 1)
+    }
+
+    @Test func queriesFilterSortAndLimitLikeSQLite() throws {
+        let records = [
+            DeviceRecord(id: 1, revision: 1, attributes: ["name": "b", "number": 3]),
+            DeviceRecord(id: 2, revision: 1, attributes: ["name": "a", "number": .null]),
+            DeviceRecord(id: 3, revision: 2, attributes: ["name": "c", "number": 1]),
+            DeviceRecord(id: 4, revision: 2, attributes: ["name": "a", "number": 2]),
+        ]
+        #expect(RecordQuery().where("name", .equal, "a").evaluate(records).map(\.id) == [2, 4])
+        #expect(RecordQuery().where("number", .equal, .null).evaluate(records).map(\.id) == [2])
+        #expect(RecordQuery().where("number", .greaterOrEqual, 2).evaluate(records).map(\.id) == [1, 4])
+        #expect(RecordQuery().sorted(by: "number").evaluate(records).map(\.id) == [2, 3, 4, 1])
+        #expect(RecordQuery().sorted(by: "name", ascending: false).limited(to: 2).evaluate(records).map(\.id) == [3, 1])
+        #expect(RecordQuery().where("revision", .equal, 2).where("number", .less, 2.5).evaluate(records).map(\.id) == [3, 4])
+    }
+}

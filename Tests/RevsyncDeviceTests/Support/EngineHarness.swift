@@ -1,0 +1,82 @@
+import Foundation
+import RevsyncWire
+import Synchronization
+import Testing
+
+@testable import RevsyncDevice
+
+/// Records the engine's sleeps instead of sleeping.
+final class SleepRecorder: Sendable {
+    private let delays = Mutex<[Duration]>([])
+
+    var recorded: [Duration] { delays.withLock { $0 } }
+
+    func sleep(_ duration: Duration) async throws {
+        delays.withLock { $0.append(duration) }
+        try Task.checkCancellation()
+        await Task.yield()
+    }
+}
+
+/// A fake server, seeded with a league and a team, and devices that sync with it.
+struct EngineHarness {
+    let server = FakeSyncServer()
+    let sleeps = SleepRecorder()
+    let leagueId: Int64
+    let teamId: Int64
+
+    init() async throws {
+        let ids = try await server.seed { cs in
+            cs.create("leagues", -1, ["name": "Premier"])
+            cs.create("teams", -2, ["league_id": -1, "name": "Owls", "city": "Leeds"])
+        }
+        leagueId = ids[-1] ?? 0
+        teamId = ids[-2] ?? 0
+    }
+
+    func configuration(maxAttempts: Int? = 8) -> SyncEngineConfiguration {
+        var configuration = SyncEngineConfiguration()
+        let sleeps = self.sleeps
+        configuration.sleep = { try await sleeps.sleep($0) }
+        configuration.random = { 0.5 }
+        configuration.retry.maxAttempts = maxAttempts
+        return configuration
+    }
+
+    /// A registered device (not bootstrapped yet).
+    func device(_ name: String, path: String? = nil, transport: (any SyncTransport)? = nil, maxAttempts: Int? = 8) async throws -> SyncEngine {
+        let engine = try SyncEngine(databasePath: path, transport: transport ?? server, configuration: configuration(maxAttempts: maxAttempts))
+        try await engine.register(DeviceRegistration(name: name, user: name, role: "member"), adminToken: server.adminToken)
+        return engine
+    }
+
+    /// Expects the device's records to equal the server's, entity by entity, with nothing pending.
+    func expectConverged(_ engine: SyncEngine, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        for entity in TestSchema.schema.entities.map(\.name) {
+            let local = try await engine.records(entity)
+            let remote = await server.snapshotRecords(entity)
+            #expect(local == remote, "\(entity) differs", sourceLocation: sourceLocation)
+        }
+        #expect(try await engine.pendingChangeSets().isEmpty, sourceLocation: sourceLocation)
+    }
+}
+
+/// A fresh path for a SQLite file in a temporary directory.
+func temporaryDatabasePath() throws -> String {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("revsync-device-tests-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    return directory.appendingPathComponent("device.sqlite").path
+}
+
+/// Runs `body` once, however often the hook fires.
+final class Once: Sendable {
+    private let done = Mutex(false)
+
+    func run(_ body: () async throws -> Void) async rethrows {
+        let first = done.withLock { done in
+            defer { done = true }
+            return !done
+        }
+        if first { try await body() }
+    }
+}

@@ -1,0 +1,247 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import NIOCore
+import RevsyncRedis
+import RevsyncWire
+import Testing
+@testable import RevsyncServer
+
+/// Catch-up from Redis: correct whatever happens to the cache, and free of PostgreSQL when warm.
+@Suite struct CacheTests {
+    static let quiet = Logger(label: "revsync.tests.cache", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    static func notes(from seq: Int64, count: Int) -> [ChangeSet] {
+        (0..<Int64(count)).map { offset in
+            let seq = seq + offset
+            return changeSet(seq: seq, ("notes", EntityChanges(create: [-seq], attributes: [-seq: ["body": .string("note \(seq) " + String(repeating: "·", count: 50)), "pinned": false]])))
+        }
+    }
+
+    /// Writes `count` change sets of `device`, `perRequest` at a time; returns the head.
+    static func write(_ harness: TestHarness, _ device: TestDevice, count: Int, perRequest: Int = 10, firstSeq: Int64 = 1) async throws -> Int64 {
+        var seq = firstSeq
+        while seq < firstSeq + Int64(count) {
+            let batch = min(perRequest, Int(firstSeq + Int64(count) - seq))
+            _ = try await harness.sync(device, from: try await harness.head(), notes(from: seq, count: batch))
+            seq += Int64(batch)
+        }
+        return try await harness.head()
+    }
+
+    static func keys(_ harness: TestHarness) async throws -> CacheKeys {
+        let instance = try await harness.rows("SELECT instance::text FROM revsync_head").first?.decode(String.self) ?? ""
+        return CacheKeys(prefix: harness.server.settings.cachePrefix, instance: instance)
+    }
+
+    static func redis(_ url: String?) throws -> RedisClient {
+        try RedisClient(configuration: try RedisConfiguration(url: url ?? "redis://127.0.0.1:63799"), logger: quiet)
+    }
+
+    /// The raw answer to a catch-up request.
+    static func catchUp(_ client: any TestClientProtocol, _ device: TestDevice, from revision: Int64) async throws -> ByteBuffer {
+        try await client.execute(
+            uri: "/sync", method: .post, headers: [.authorization: "Bearer \(device.token)"],
+            body: ByteBuffer(string: "{\"maxRevision\":\(revision),\"changeSets\":[]}")
+        ) { response in
+            guard response.status == .ok else { throw TestSetupError("catch-up answered \(response.status): \(String(buffer: response.body))") }
+            return response.body
+        }
+    }
+
+    @Test func warmCatchUpMakesNoPostgresQuery() async throws {
+        try await withTestServer(configure: { $0.cacheReconcileInterval = .seconds(3600) }) { harness in
+            let writer = try await harness.register("member", name: "writer")
+            let reader = try await harness.register("viewer", name: "reader")
+            let head = try await Self.write(harness, writer, count: 30)
+            _ = try await harness.sync(reader, from: head)  // authenticates once
+            let before = harness.server.database.leases.value
+            for lag: Int64 in [1, 5, 10, 29, 30, 0] {
+                let page = try await harness.sync(reader, from: head - lag)
+                #expect(page.changeSets.compactMap(\.revision) == Array(stride(from: head - lag + 1, through: head, by: 1)))
+            }
+            #expect(harness.server.database.leases.value == before, "catch-up leased PostgreSQL connections")
+            let metrics = harness.server.metrics.exposition()
+            #expect(metrics.contains("revsync_catchup_duration_seconds_count{source=\"redis\"}"))
+        }
+    }
+
+    @Test func holesAreRefilledAndAnswersAreByteIdenticalToPostgresOnly() async throws {
+        try await withTestServer(configure: { $0.limits.catchUpMaxChangeSets = 50 }) { harness in
+            let writer = try await harness.register("member", name: "writer")
+            let reader = try await harness.register("viewer", name: "reader")
+            let head = try await Self.write(harness, writer, count: 120, perRequest: 20)
+            let keys = try await Self.keys(harness)
+            var plain = harness.server.settings
+            plain.redisURL = nil
+            let postgresOnly = try Server(settings: plain, logger: Self.quiet)
+            let redis = try Self.redis(harness.server.settings.redisURL)
+            try await postgresOnly.makeApplication(migrate: false).test(.router) { plainClient in
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        // Knock random holes in the cache while readers read.
+                        for _ in 0..<40 {
+                            let victims = (0..<5).map { _ in keys.entry(Int64.random(in: 1...head)) }
+                            _ = try await redis.del(victims)
+                            try await Task.sleep(for: .milliseconds(2))
+                        }
+                    }
+                    for _ in 0..<3 {
+                        group.addTask {
+                            for _ in 0..<25 {
+                                let from = Int64.random(in: 0...head)
+                                for device in [reader, writer] {
+                                    let cached = try await Self.catchUp(harness.client, device, from: from)
+                                    let direct = try await Self.catchUp(plainClient, device, from: from)
+                                    #expect(cached == direct, "from \(from): the cache's answer differs from PostgreSQL's")
+                                }
+                            }
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+            }
+            // Reading everything once refills every hole.
+            var position: Int64 = 0
+            while position < head { position = try await harness.sync(reader, from: position).maxRevision }
+            let cached = try await redis.mget((1...head).map(keys.entry))
+            #expect(cached.allSatisfy { $0 != nil })
+            await redis.shutdown()
+            #expect(harness.server.metrics.exposition().contains("revsync_cache_backfills_total"))
+        }
+    }
+
+    @Test func flushAllAndRedisRestartMidRunKeepEveryAnswerCorrect() async throws {
+        let ownRedis = try await ThrowawayRedisServer.start()
+        defer { ownRedis.kill() }
+        let url = "redis://127.0.0.1:\(ownRedis.port)"
+        try await withTestServer(configure: { $0.redisURL = url }) { harness in
+            let writer = try await harness.register("member", name: "writer")
+            let reader = try await harness.register("viewer", name: "reader")
+            let control = try Self.redis(url)
+            let total: Int64 = 60
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for seq in 1...total {
+                        _ = try await harness.sync(writer, from: 0, Self.notes(from: seq, count: 1))
+                        if seq == 20 { try await control.flushAll() }
+                        if seq == 40 {
+                            ownRedis.kill()
+                            try await Task.sleep(for: .milliseconds(50))
+                            try await ownRedis.start()
+                        }
+                    }
+                }
+                group.addTask {
+                    var position: Int64 = 0
+                    let deadline = ContinuousClock.now + .seconds(60)
+                    while position < total && ContinuousClock.now < deadline {
+                        let page = try await harness.sync(reader, from: position)
+                        let revisions = page.changeSets.compactMap(\.revision)
+                        #expect(revisions == Array(stride(from: position + 1, through: position + Int64(revisions.count), by: 1)))
+                        #expect(page.maxRevision >= position)
+                        position = page.maxRevision
+                    }
+                    #expect(position == total)
+                }
+                try await group.waitForAll()
+            }
+            await control.shutdown()
+        }
+    }
+
+    @Test func redisStoppedServesFromPostgresAndReturnsToTheCache() async throws {
+        let ownRedis = try await ThrowawayRedisServer.start()
+        defer { ownRedis.kill() }
+        try await withTestServer(configure: { $0.redisURL = "redis://127.0.0.1:\(ownRedis.port)" }) { harness in
+            let writer = try await harness.register("member", name: "writer")
+            let reader = try await harness.register("viewer", name: "reader")
+            let head = try await Self.write(harness, writer, count: 10)
+            ownRedis.kill()
+            let page = try await harness.sync(reader, from: 0)
+            #expect(page.changeSets.compactMap(\.revision) == Array(1...head))
+            _ = try await harness.sync(writer, from: head, Self.notes(from: 11, count: 1))
+            #expect(try await harness.raw("/ready", method: .get, token: nil).0 == .ok)
+            #expect(harness.server.metrics.exposition().contains("revsync_cache_up 0"))
+
+            try await ownRedis.start()
+            var back = false
+            for _ in 0..<40 where !back {
+                try await Task.sleep(for: .milliseconds(100))
+                let page = try await harness.sync(reader, from: 0)
+                #expect(page.changeSets.compactMap(\.revision) == Array(1...(head + 1)))
+                back = harness.server.metrics.exposition().contains("revsync_cache_up 1")
+            }
+            #expect(back, "the server did not return to the cache")
+        }
+    }
+
+    @Test func cachedHeadMovedBackwardsNeverLosesAChangeSet() async throws {
+        try await withTestServer(configure: { $0.cacheReconcileInterval = .milliseconds(200) }) { harness in
+            let writer = try await harness.register("member", name: "writer")
+            let reader = try await harness.register("viewer", name: "reader")
+            let head = try await Self.write(harness, writer, count: 10)
+            let keys = try await Self.keys(harness)
+            let redis = try Self.redis(harness.server.settings.redisURL)
+            // As if Redis were restored from an old snapshot.
+            try await redis.set(keys.head, ByteBuffer(string: "3"))
+            let ahead = try await harness.sync(reader, from: 8)
+            #expect(ahead.changeSets.compactMap(\.revision) == [9, 10])
+            var position: Int64 = 0
+            let deadline = ContinuousClock.now + .seconds(10)
+            while position < head && ContinuousClock.now < deadline {
+                let page = try await harness.sync(reader, from: position)
+                let revisions = page.changeSets.compactMap(\.revision)
+                #expect(revisions == Array(stride(from: position + 1, through: position + Int64(revisions.count), by: 1)))
+                #expect(page.maxRevision >= position)
+                position = page.maxRevision
+                if revisions.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(position == head)
+            await redis.shutdown()
+        }
+    }
+
+    @Test func rejectedChangeSetNeverAppearsInRedis() async throws {
+        try await withTestServer { harness in
+            let writer = try await harness.register("member", name: "writer")
+            let head = try await Self.write(harness, writer, count: 1)
+            let keys = try await Self.keys(harness)
+            let redis = try Self.redis(harness.server.settings.redisURL)
+            let rejected = try await harness.sync(writer, from: head, [changeSet(seq: 2, ("notes", EntityChanges(create: [-2], attributes: [-2: ["body": 5, "pinned": false]])))])
+            #expect(rejected.corrective.count == 1)
+            #expect(try await redis.get(keys.entry(head + 1)) == nil)
+            #expect(try await redis.get(keys.head) == ByteBuffer(string: String(head)))
+            _ = try await harness.sync(writer, from: head, Self.notes(from: 3, count: 1))
+            #expect(try await redis.get(keys.entry(head + 1)) != nil)
+            await redis.shutdown()
+        }
+    }
+}
+
+@Suite struct BackfillCoordinatorTests {
+    @Test func concurrentMissesOfTheSameRevisionsReadOnce() async throws {
+        let coordinator = BackfillCoordinator()
+        let reads = ReadCounter()
+        let results = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<10 {
+                group.addTask {
+                    try await coordinator.load([5, 6, 7]) {
+                        await reads.increment()
+                        try await Task.sleep(for: .milliseconds(200))
+                        return [5, 6, 7].map { CommittedEntry(revision: $0, deviceId: 1, body: ByteBuffer(), authorBody: ByteBuffer()) }
+                    }.count
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(results == Array(repeating: 3, count: 10))
+        #expect(await reads.value == 1)
+    }
+
+    actor ReadCounter {
+        var value = 0
+        func increment() { value += 1 }
+    }
+}

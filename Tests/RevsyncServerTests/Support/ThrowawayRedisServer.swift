@@ -1,0 +1,110 @@
+import Foundation
+import Logging
+import RevsyncRedis
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A redis-server of a test's own on a free loopback port, for what must not touch the
+/// shared server: FLUSHALL, SCRIPT FLUSH, and killing the server under a running client.
+/// (A copy of the one in RevsyncRedisTests: test targets cannot share sources.)
+/// Unchecked Sendable: tests start and kill it from one task at a time.
+/// Not persistent (`--save ''`, no AOF), so nothing is left on disk.
+final class ThrowawayRedisServer: @unchecked Sendable {
+    let port: Int
+    private var process: Process?
+
+    var configuration: RedisConfiguration { RedisConfiguration(host: "127.0.0.1", port: port) }
+
+    /// Starts a server and waits until it answers.
+    static func start() async throws -> ThrowawayRedisServer {
+        let server = ThrowawayRedisServer(port: try freeLoopbackPort())
+        try await server.start()
+        return server
+    }
+
+    private init(port: Int) {
+        self.port = port
+    }
+
+    deinit {
+        kill()
+    }
+
+    /// (Re)starts the server on its port and waits until it answers PING.
+    func start() async throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [
+            "redis-server", "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+            "--daemonize", "no", "--dir", FileManager.default.temporaryDirectory.path,
+        ]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        do {
+            try process.run()
+        } catch {
+            throw TestSetupError("cannot run redis-server (\(error)); install it with Scripts/setup")
+        }
+        self.process = process
+
+        var probeConfiguration = configuration
+        probeConfiguration.connectRetryDelay = .zero
+        // Silent: its refused connects while the server starts are expected.
+        let quiet = Logger(label: "redis-test-probe", factory: { _ in SwiftLogNoOpLogHandler() })
+        try await RedisClient.withClient(configuration: probeConfiguration, logger: quiet) { probe in
+            let deadline = ContinuousClock.now + .seconds(5)
+            while true {
+                guard process.isRunning else {
+                    throw TestSetupError("redis-server on port \(port) exited at once (status \(process.terminationStatus))")
+                }
+                do {
+                    try await probe.ping()
+                    return
+                } catch where ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+            }
+        }
+    }
+
+    /// Kills the server with SIGKILL, as a crash would, and waits until it is gone.
+    func kill() {
+        guard let process, process.isRunning else { return }
+        #if canImport(Glibc)
+        _ = Glibc.kill(process.processIdentifier, SIGKILL)
+        #elseif canImport(Darwin)
+        _ = Darwin.kill(process.processIdentifier, SIGKILL)
+        #endif
+        process.waitUntilExit()
+        self.process = nil
+    }
+
+    /// A port nobody listens on right now: bind to port 0 and ask which one the kernel chose.
+    static func freeLoopbackPort() throws -> Int {
+        #if canImport(Glibc)
+        let streamType = Int32(SOCK_STREAM.rawValue)
+        #else
+        let streamType = SOCK_STREAM
+        #endif
+        let socketFD = socket(AF_INET, streamType, 0)
+        guard socketFD >= 0 else { throw TestSetupError("socket() failed: errno \(errno)") }
+        defer { close(socketFD) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
+                bind(socketFD, socketAddress, length) == 0 && getsockname(socketFD, socketAddress, &length) == 0
+            }
+        }
+        guard bound else { throw TestSetupError("cannot bind a loopback port: errno \(errno)") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
