@@ -29,6 +29,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
     ],
     targets: [
         // The contract's JSON shapes and the dataset schema model. Foundation only.
@@ -85,6 +86,21 @@ let package = Package(
             dependencies: [
                 "RevsyncServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Catch-up and write benchmarks (Scripts/bench): figures, not tests.
+        .executableTarget(
+            name: "revsync-bench",
+            dependencies: [
+                "RevsyncServer",
+                "RevsyncRedis",
+                "RevsyncRules",
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "CompressNIO", package: "compress-nio"),
             ],
             swiftSettings: swiftSettings
         ),

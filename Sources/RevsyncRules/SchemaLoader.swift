@@ -79,8 +79,9 @@ public enum SchemaLoader {
             for rawAttribute in rawEntity.attributes {
                 attributes.append(try checkAttribute(rawAttribute, in: name, entityNames: entityNames, fail: fail))
             }
-            guard Set(attributes.map(\.name)).count == attributes.count else {
-                throw fail(name, nil, "has two attributes with the same name")
+            var attributeNames: Set<String> = []
+            for attribute in attributes where !attributeNames.insert(attribute.name).inserted {
+                throw fail(name, attribute.name, "is defined twice")
             }
             var permissions: [String: Permissions] = [:]
             for (role, letters) in rawEntity.permissions ?? [:] {

@@ -21,15 +21,14 @@ public enum SchemaMigrationPlanner {
         for entity in old.entities where new.entity(named: entity.name) == nil {
             throw Refusal(description: "entity \"\(entity.name)\" was removed; removing entities is not supported (keep it, or migrate the data by hand)")
         }
-        var added: [Entity] = []
+        // New tables first: a new attribute of an existing entity may reference one.
+        let added = new.entities.filter { old.entity(named: $0.name) == nil }
+        statements += createTables(added)
         for entity in new.entities {
-            guard let before = old.entity(named: entity.name) else {
-                added.append(entity)
-                continue
-            }
+            guard let before = old.entity(named: entity.name) else { continue }
             statements += try evolve(before, to: entity)
         }
-        return statements + createAll(added)
+        return statements + foreignKeys(added)
     }
 
     private static func evolve(_ old: Entity, to new: Entity) throws(Refusal) -> [String] {
@@ -63,6 +62,10 @@ public enum SchemaMigrationPlanner {
 
     /// Tables first, then foreign keys, so entities may reference each other in any order.
     private static func createAll(_ entities: [Entity]) -> [String] {
+        createTables(entities) + foreignKeys(entities)
+    }
+
+    private static func createTables(_ entities: [Entity]) -> [String] {
         var statements: [String] = []
         for entity in entities {
             var columns = [
@@ -76,10 +79,11 @@ public enum SchemaMigrationPlanner {
             }
             statements.append("CREATE TABLE \(SQLIdentifier.quoted(entity.name)) (\(columns.joined(separator: ", ")))")
         }
-        for entity in entities {
-            for attribute in entity.attributes { statements += referenceStatements(entity: entity.name, attribute) }
-        }
         return statements
+    }
+
+    private static func foreignKeys(_ entities: [Entity]) -> [String] {
+        entities.flatMap { entity in entity.attributes.flatMap { referenceStatements(entity: entity.name, $0) } }
     }
 
     /// A deferred foreign key (the server orders nothing inside a change set and

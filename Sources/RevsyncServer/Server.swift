@@ -18,10 +18,11 @@ public struct Server: Sendable {
     public let devices: DeviceStore
     /// The catch-up path: Redis in front of PostgreSQL, or PostgreSQL alone.
     public let changeLog: any ChangeLog
+    /// The `/sync` work without HTTP framing (the benchmark times it).
+    public let syncEndpoint: SyncEndpoint
     let cache: RedisChangeLog?
     let redis: RedisClient?
     let logger: Logger
-    let applyDelay: ApplyDelay?
 
     /// Loads the schema and prepares the database client; nothing connects until the application runs.
     public init(settings: ServerSettings, logger: Logger, applyDelay: ApplyDelay? = nil) throws {
@@ -35,7 +36,6 @@ public struct Server: Sendable {
         self.settings = settings
         self.schema = try SchemaLoader.load(data: schemaData, file: settings.schemaPath)
         self.logger = logger
-        self.applyDelay = applyDelay
         let configuration = try DatabaseURL.configuration(settings.databaseURL, connections: settings.databaseConnections)
         postgres = PostgresClient(configuration: configuration, backgroundLogger: logger)
         database = Database(client: postgres, logger: logger, timeout: settings.databaseTimeout)
@@ -54,6 +54,13 @@ public struct Server: Sendable {
             cache = nil
             changeLog = postgresLog
         }
+        var applier = ChangeSetApplier(database: database, schema: schema)
+        applier.delayBeforeRevision = applyDelay
+        syncEndpoint = SyncEndpoint(
+            authenticator: Authenticator(devices: devices), bodyReader: RequestBodyReader(limits: settings.limits),
+            service: SyncService(
+                applier: applier, changeLog: changeLog, corrections: CorrectionReader(database: database, schema: schema),
+                devices: devices, limits: settings.limits, metrics: metrics))
         var pruner = LogPruner(database: database, retention: settings.logRetention, interval: settings.pruneInterval)
         if let cache = self.cache {
             pruner.afterPrune = { await cache.reconcile() }
@@ -66,15 +73,9 @@ public struct Server: Sendable {
     public func makeApplication(migrate: Bool = true) -> some ApplicationProtocol {
         let router = Router(context: BasicRequestContext.self)
         router.middlewares.add(ObservationMiddleware(metrics: metrics))
-        let bodyReader = RequestBodyReader(limits: settings.limits)
-        let authenticator = Authenticator(devices: devices)
-        var applier = ChangeSetApplier(database: database, schema: schema)
-        applier.delayBeforeRevision = applyDelay
-        let service = SyncService(
-            applier: applier, changeLog: changeLog,
-            corrections: CorrectionReader(database: database, schema: schema),
-            devices: devices, limits: settings.limits, metrics: metrics)
-        SyncController(authenticator: authenticator, bodyReader: bodyReader, service: service).addRoutes(to: router)
+        let bodyReader = syncEndpoint.bodyReader
+        let authenticator = syncEndpoint.authenticator
+        SyncController(endpoint: syncEndpoint).addRoutes(to: router)
         DeviceController(adminToken: settings.adminToken, devices: devices, schema: schema, bodyReader: bodyReader).addRoutes(to: router)
         DatasetController(authenticator: authenticator, schema: schema, snapshots: SnapshotStreamer(database: database, schema: schema))
             .addRoutes(to: router)

@@ -32,7 +32,8 @@ extension EntityChanges: Codable {
         let byId = try container.nestedContainer(keyedBy: DynamicCodingKey.self, forKey: .attributes)
         for key in byId.allKeys {
             // Ids are decimal strings on the wire; anything else is an envelope error.
-            guard let id = Int64(key.stringValue) else {
+            // Only the canonical decimal form: "010" and "+10" would silently collide with "10".
+            guard let id = Int64(key.stringValue), String(id) == key.stringValue else {
                 throw DecodingError.dataCorruptedError(
                     forKey: key, in: byId,
                     debugDescription: "attribute key \"\(key.stringValue)\" is not a record id (a decimal integer)")

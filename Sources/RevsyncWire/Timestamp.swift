@@ -43,7 +43,8 @@ public struct Timestamp: Sendable, Hashable, Comparable {
                 offsetSeconds = offset
             }
         }
-        guard scanner.atEnd, (1...12).contains(month), day >= 1, day <= Self.daysIn(month: month, year: year),
+        // The year is checked as written too: PostgreSQL refuses year 0 even when an offset would move it.
+        guard scanner.atEnd, Self.validYears.contains(year), (1...12).contains(month), day >= 1, day <= Self.daysIn(month: month, year: year),
             hour < 24, minute < 60, second < 60
         else { return nil }
         let days = Self.daysFromCivil(year: year, month: month, day: day)

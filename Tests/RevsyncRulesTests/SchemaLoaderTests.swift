@@ -151,7 +151,7 @@ import Testing
 
     @Test func duplicateAttributeIsRefused() {
         #expect(refusal(attributes: #"{"name": "body", "type": "string"}, {"name": "body", "type": "integer"}"#)
-            == #"f.json: entity "notes": has two attributes with the same name"#)
+            == #"f.json: entity "notes", attribute "body": is defined twice"#)
     }
 
     @Test func unknownRoleInPermissionsIsRefused() {

@@ -1,5 +1,6 @@
 import CompressNIO
 import Hummingbird
+import Logging
 import Foundation
 import NIOCore
 import RevsyncWire
@@ -118,7 +119,9 @@ import Testing
         settings.databaseURL = "postgres://revsync@127.0.0.1:1/none"
         settings.schemaPath = defaultSchemaPath
         settings.databaseTimeout = .seconds(2)
-        let server = try Server(settings: settings, logger: .init(label: "revsync.tests.unreachable"))
+        var quiet = Logger(label: "revsync.tests.unreachable")
+        quiet.logLevel = .critical
+        let server = try Server(settings: settings, logger: quiet)
         try await server.makeApplication(migrate: false).test(.router) { client in
             let body = ByteBuffer(string: "{\"maxRevision\": 0, \"changeSets\": []}")
             try await client.execute(uri: "/sync", method: .post, headers: [.authorization: "Bearer rsd_x"], body: body) { response in

@@ -215,11 +215,11 @@ extension SyncEngine {
     // MARK: Waiting for work
 
     func wake() {
-        if let continuation = wakeContinuation {
-            wakeContinuation = nil
-            continuation.resume()
-        } else {
+        if wakeWaiters.isEmpty {
             wakePending = true
+        } else {
+            for waiter in wakeWaiters { waiter.resume() }
+            wakeWaiters = []
         }
     }
 
@@ -235,7 +235,7 @@ extension SyncEngine {
                 try? await sleep(timeout)
                 await self.wake()
             }
-            await withCheckedContinuation { wakeContinuation = $0 }
+            await withCheckedContinuation { wakeWaiters.append($0) }
             group.cancelAll()
         }
         wakePending = false

@@ -36,7 +36,7 @@ public actor SyncEngine {
     var syncing = false
     var syncWaiters: [CheckedContinuation<Void, Never>] = []
     // `run()` sleeps until a local change or the poll interval.
-    var wakeContinuation: CheckedContinuation<Void, Never>?
+    var wakeWaiters: [CheckedContinuation<Void, Never>] = []
     var wakePending = false
     var closed = false
 

@@ -14,6 +14,8 @@ struct DeviceDatabase: Sendable {
     static func open(path: String?) throws -> DeviceDatabase {
         var configuration = Configuration()
         configuration.label = "revsync.device"
+        // Another connection to the file (a second engine after a restart) waits rather than failing.
+        configuration.busyMode = .timeout(10)
         let writer: any DatabaseWriter
         if let path {
             // WAL: readers do not wait for the writer applying a large response.

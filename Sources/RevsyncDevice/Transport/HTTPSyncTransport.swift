@@ -12,6 +12,8 @@ public final class HTTPSyncTransport: SyncTransport {
         public var baseURL: String
         /// Time to establish a connection.
         public var connectTimeout: Duration = .seconds(10)
+        /// Longest wait for the next bytes of an answer.
+        public var readTimeout: Duration = .seconds(60)
         /// Deadline of a whole `/sync`, `/schema` or `/devices` exchange.
         public var requestTimeout: Duration = .seconds(60)
         /// Deadline of `GET /snapshot` (large).
@@ -41,7 +43,7 @@ public final class HTTPSyncTransport: SyncTransport {
         while base.hasSuffix("/") { base.removeLast() }
         self.base = base
         var clientConfiguration = HTTPClient.Configuration(
-            timeout: .init(connect: .init(configuration.connectTimeout)),
+            timeout: .init(connect: .init(configuration.connectTimeout), read: .init(configuration.readTimeout)),
             connectionPool: .init(idleTimeout: .init(configuration.idleConnectionTimeout)),
             // Bodies are inflated here, with our own limit (see PITFALLS.md).
             decompression: .disabled)

@@ -9,9 +9,10 @@ struct CacheReconciler: Service {
     let interval: Duration
 
     func run() async throws {
-        while !Task.isShuttingDownGracefully {
+        // Both ways out matter: graceful shutdown, and plain cancellation (a cancelled sleep returns at once).
+        while !Task.isShuttingDownGracefully && !Task.isCancelled {
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
-            guard !Task.isShuttingDownGracefully else { break }
+            guard !Task.isShuttingDownGracefully, !Task.isCancelled else { break }
             await cache.reconcile()
         }
     }

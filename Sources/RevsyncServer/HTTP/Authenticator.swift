@@ -5,7 +5,11 @@ struct Authenticator: Sendable {
     let devices: DeviceStore
 
     func device(for request: Request) async throws -> Device {
-        guard let token = Self.bearerToken(request) else {
+        try await device(token: Self.bearerToken(request))
+    }
+
+    func device(token: String?) async throws -> Device {
+        guard let token else {
             throw SyncError(.unauthorized, "send the device token as \"Authorization: Bearer <token>\"")
         }
         guard let device = try await devices.authenticate(token: token) else {

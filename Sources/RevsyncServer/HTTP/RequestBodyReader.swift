@@ -6,7 +6,13 @@ import NIOCore
 struct RequestBodyReader: Sendable {
     let limits: ServerSettings.Limits
 
+    /// The body as sent (within the size limit), with its `Content-Encoding` undone.
     func read(_ request: Request) async throws -> ByteBuffer {
+        try decodeContent(try await collect(request), encoding: request.headers[.contentEncoding])
+    }
+
+    /// The body as sent, refused as soon as it passes the size limit.
+    func collect(_ request: Request) async throws -> ByteBuffer {
         if let length = request.headers[.contentLength].flatMap(Int.init), length > limits.maxBodyBytes {
             throw SyncError(.tooLarge, "the body has \(length) bytes; the limit is \(limits.maxBodyBytes)")
         }
@@ -18,7 +24,15 @@ struct RequestBodyReader: Sendable {
             var chunk = chunk
             body.writeBuffer(&chunk)
         }
-        let encoding = request.headers[.contentEncoding]?.trimmingCharacters(in: .whitespaces).lowercased() ?? "identity"
+        return body
+    }
+
+    /// Undoes a `Content-Encoding` within the inflate limit.
+    func decodeContent(_ body: ByteBuffer, encoding header: String?) throws -> ByteBuffer {
+        if body.readableBytes > limits.maxBodyBytes {
+            throw SyncError(.tooLarge, "the body is over the limit of \(limits.maxBodyBytes) bytes")
+        }
+        let encoding = header?.trimmingCharacters(in: .whitespaces).lowercased() ?? "identity"
         switch encoding {
         case "identity", "":
             return body

@@ -3,19 +3,24 @@ import RevsyncWire
 
 /// `POST /sync`: the one endpoint devices exchange change sets through.
 struct SyncController<Context: RequestContext>: Sendable {
-    let authenticator: Authenticator
-    let bodyReader: RequestBodyReader
-    let service: SyncService
+    let endpoint: SyncEndpoint
 
     func addRoutes(to router: Router<Context>) {
         router.post("/sync") { request, context in
-            var context = context
-            let device = try await authenticator.device(for: request)
-            context.logger[metadataKey: "device.id"] = .string(device.publicId)
-            let body = try await bodyReader.read(request)
-            let syncRequest = try bodyReader.decode(SyncRequest.self, from: body)
-            let response = try await service.sync(syncRequest, device: device, logger: context.logger)
-            return JSONResponse.make(response, for: request)
+            // Authenticate before reading the body, so an unknown caller gets nothing read or inflated;
+            // `respond` authenticates again from the cache, so it stays complete on its own.
+            let token = Authenticator.bearerToken(request)
+            _ = try await endpoint.authenticator.device(token: token)
+            let raw = try await endpoint.bodyReader.collect(request)
+            let (body, gzipped) = try await endpoint.respond(
+                token: token, body: raw, contentEncoding: request.headers[.contentEncoding],
+                acceptEncoding: request.headers[.acceptEncoding], logger: context.logger)
+            var headers: HTTPFields = [.contentType: "application/json"]
+            if gzipped {
+                headers[.contentEncoding] = "gzip"
+                headers[.vary] = "Accept-Encoding"
+            }
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: body))
         }
     }
 }

@@ -16,7 +16,7 @@ public struct LogPruner: Service {
         // A service that returns ends the whole group, so an idle pruner waits for shutdown.
         guard retention > 0 else { return try await gracefulShutdown() }
         // Waiting first also lets the server's migrations finish before the first run.
-        while !Task.isShuttingDownGracefully {
+        while !Task.isShuttingDownGracefully && !Task.isCancelled {
             try? await gracefulShutdownSleep(interval)
             guard !Task.isShuttingDownGracefully, !Task.isCancelled else { break }
             do {

@@ -1,0 +1,204 @@
+import AsyncHTTPClient
+import CompressNIO
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import PostgresNIO
+import RevsyncRedis
+import RevsyncRules
+import RevsyncServer
+import RevsyncWire
+
+/// One benchmark run: a fresh database with a synthetic log, the same server with and
+/// without its Redis cache, and the raw Redis floor, measured side by side.
+struct Bench {
+    let serverURL: String
+    let benchURL: String
+    let redisURL: String
+    let revisions: Int64
+    let entryBytes: Int
+    let logger: Logger
+    static let adminToken = "bench-admin-token"
+
+    init(databaseURL: String, redisURL: String, revisions: Int64, entryBytes: Int, logger: Logger) async throws {
+        guard var components = URLComponents(string: databaseURL) else { throw SettingsError("bad database URL \(databaseURL)") }
+        serverURL = databaseURL
+        components.path = "/revsync_bench"
+        benchURL = components.string ?? databaseURL
+        self.redisURL = redisURL
+        self.revisions = revisions
+        self.entryBytes = entryBytes
+        self.logger = logger
+        try await SQL.run(on: databaseURL, "DROP DATABASE IF EXISTS revsync_bench WITH (FORCE)", logger: logger)
+        try await SQL.run(on: databaseURL, "CREATE DATABASE revsync_bench", logger: logger)
+        let redis = try RedisClient(configuration: try RedisConfiguration(url: redisURL), logger: logger)
+        try await redis.flushAll()
+        await redis.shutdown()
+    }
+
+    func settings(cache: Bool, port: Int) -> ServerSettings {
+        var settings = ServerSettings()
+        settings.databaseURL = benchURL
+        settings.adminToken = Self.adminToken
+        settings.port = port
+        settings.redisURL = cache ? redisURL : nil
+        settings.cacheWindow = revisions + 10_000
+        settings.cacheMaxBytes = 4 << 30
+        // One response per catch-up, however large the lag, so each lag is one request.
+        settings.limits.catchUpMaxChangeSets = 20_000
+        settings.limits.catchUpMaxBytes = 256 << 20
+        settings.databaseConnections = 40
+        return settings
+    }
+
+    func run(writeSeconds: Int) async throws -> BenchReport {
+        let cachedPort = try FreePort.find(), plainPort = try FreePort.find()
+        let cached = try Server(settings: settings(cache: true, port: cachedPort), logger: logger)
+        let plain = try Server(settings: settings(cache: false, port: plainPort), logger: logger)
+        var clientConfiguration = HTTPClient.Configuration()
+        clientConfiguration.decompression = .disabled
+        let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
+        let redis = try RedisClient(configuration: try RedisConfiguration(url: redisURL), logger: logger)
+        let cachedApp = cached.makeApplication(), plainApp = plain.makeApplication(migrate: false)
+        let report = try await withThrowingTaskGroup(of: BenchReport?.self) { group -> BenchReport in
+            group.addTask { try await cachedApp.run(); return nil }
+            let client = BenchClient(http: http, port: cachedPort)
+            try await client.waitUntilHealthy()
+            group.addTask { try await plainApp.run(); return nil }
+            try await BenchClient(http: http, port: plainPort).waitUntilHealthy()
+            // The servers run until cancelled, on success and on failure alike.
+            defer { group.cancelAll() }
+            return try await measureAll(cached: cached, plain: plain, http: http, ports: (cachedPort, plainPort), redis: redis, writeSeconds: writeSeconds)
+        }
+        await redis.shutdown()
+        try await http.shutdown()
+        return report
+    }
+
+    private func measureAll(
+        cached: Server, plain: Server, http: HTTPClient, ports: (Int, Int), redis: RedisClient, writeSeconds: Int
+    ) async throws -> BenchReport {
+        let client = BenchClient(http: http, port: ports.0), plainClient = BenchClient(http: http, port: ports.1)
+        let loader = try await client.register("loader", role: "admin", adminToken: Self.adminToken)
+        let reader = try await client.register("reader", role: "viewer", adminToken: Self.adminToken)
+        print("loading \(revisions) revisions of ~\(entryBytes) B …")
+        try await loadLog(loaderToken: loader, cached: cached)
+        print("warming the cache …")
+        try await warm(cached, token: reader)
+        let instance = try await SQL.value(on: benchURL, "SELECT instance::text FROM revsync_head", logger: logger)
+
+        var rows: [CatchUpRow] = []
+        for lag: Int64 in [1, 10, 100, 1_000, 10_000] where lag <= revisions {
+            let from = revisions - lag
+            let body = ByteBuffer(string: "{\"maxRevision\":\(from),\"changeSets\":[]}")
+            let iterations = lag <= 100 ? 300 : (lag <= 1_000 ? 100 : 20)
+            print("lag \(lag): \(iterations) requests per path …")
+            // The two servers must answer with the same bytes.
+            let viaCache = try await cached.syncEndpoint.respond(token: reader, body: body, contentEncoding: nil, acceptEncoding: "gzip", logger: logger)
+            let viaPostgres = try await plain.syncEndpoint.respond(token: reader, body: body, contentEncoding: nil, acceptEncoding: "gzip", logger: logger)
+            guard viaCache.body == viaPostgres.body else { throw SettingsError("the cached and uncached answers differ at lag \(lag)") }
+
+            let serve = { (server: Server, encoding: String?) in
+                _ = try await server.syncEndpoint.respond(token: reader, body: body, contentEncoding: nil, acceptEncoding: encoding, logger: logger)
+            }
+            let redisServer = try await measure(iterations) { try await serve(cached, "gzip") }
+            let redisClient = try await measure(iterations) { _ = try await client.sync(token: reader, body: body) }
+            let postgresServer = try await measure(iterations) { try await serve(plain, "gzip") }
+            let redisIdentity = try await measure(iterations) { try await serve(cached, nil) }
+            let postgresIdentity = try await measure(iterations) { try await serve(plain, nil) }
+            let postgresClient = try await measure(iterations) { _ = try await plainClient.sync(token: reader, body: body) }
+            let keys = ((from + 1)...revisions).map { "revsync:\(instance):e:\($0)" }
+            let floor = try await measure(iterations) {
+                // The least any server could do: fetch the same cached bytes and gzip them.
+                var joined = ByteBufferAllocator().buffer(capacity: Int(lag) * (entryBytes + 64))
+                for value in try await redis.mget(keys) {
+                    guard var value else { throw SettingsError("the floor found a hole in the cache") }
+                    value.moveReaderIndex(forwardBy: 12)
+                    joined.writeBuffer(&value)
+                }
+                _ = try joined.compress(with: .gzip, configuration: .init(windowSize: 15, compressionLevel: 5))
+            }
+            rows.append(CatchUpRow(
+                lag: Int(lag), responseBytes: viaCache.body.readableBytes,
+                redisServer: Latencies(redisServer), redisClient: Latencies(redisClient),
+                postgresServer: Latencies(postgresServer), postgresClient: Latencies(postgresClient), floor: Latencies(floor),
+                redisServerIdentity: Latencies(redisIdentity), postgresServerIdentity: Latencies(postgresIdentity)))
+        }
+
+        var writes: [WriteRow] = []
+        for devices in [1, 8, 32] {
+            print("writes with \(devices) devices for \(writeSeconds) s …")
+            writes.append(try await measureWrites(devices: devices, seconds: writeSeconds, client: client))
+        }
+        return BenchReport(
+            machine: Machine.describe(), date: ISO8601DateFormatter().string(from: Date()),
+            revisions: revisions, entryBytes: entryBytes, catchUp: rows, writes: writes)
+    }
+
+    /// A synthetic log: every revision a ~`entryBytes` change set creating one note, written in one statement.
+    private func loadLog(loaderToken: String, cached: Server) async throws {
+        let schema = cached.schema
+        var applied = AppliedChangeSet(seq: nil, types: ["notes"])
+        let padding = String(repeating: "x", count: max(0, entryBytes - 200))
+        applied.create("notes", CreatedRecord(id: 1, temporaryId: -1, values: ["author_id": .null, "player_id": .null, "body": .string(padding), "pinned": false]))
+        let body = String(decoding: LogEntryEncoder.encode(applied, schema: schema, author: false), as: UTF8.self)
+        let author = String(decoding: LogEntryEncoder.encode(applied, schema: schema, author: true), as: UTF8.self)
+        try await SQL.run(
+            on: benchURL,
+            """
+            INSERT INTO revsync_log (revision, device_id, seq, body, author_body)
+            SELECT g, (SELECT id FROM revsync_devices WHERE role = 'admin' LIMIT 1), NULL,
+                   replace(replace('\(body)', chr(1), g::text), '"create":[1]', '"create":[' || g || ']'),
+                   replace('\(author)', chr(1), g::text)
+            FROM generate_series(1, \(revisions)) AS g;
+            UPDATE revsync_head SET head = \(revisions);
+            """, logger: logger)
+    }
+
+    /// Reads the whole log once through the cached server, so the Redis path starts warm.
+    private func warm(_ server: Server, token: String) async throws {
+        // Asking from the loaded head makes the server check PostgreSQL's head, which raises the cached one.
+        let atHead = ByteBuffer(string: "{\"maxRevision\":\(revisions),\"changeSets\":[]}")
+        _ = try await server.syncEndpoint.respond(token: token, body: atHead, contentEncoding: nil, acceptEncoding: nil, logger: logger)
+        var position: Int64 = 0
+        while position < revisions {
+            let body = ByteBuffer(string: "{\"maxRevision\":\(position),\"changeSets\":[]}")
+            let answer = try await server.syncEndpoint.respond(token: token, body: body, contentEncoding: nil, acceptEncoding: nil, logger: logger)
+            let response = try JSONDecoder().decode(SyncResponse.self, from: Data(answer.body.readableBytesView))
+            guard response.maxRevision > position else { throw SettingsError("warming stalled at \(position)") }
+            position = response.maxRevision
+        }
+    }
+
+    /// `devices` devices each sending one change set per request until the time is up.
+    private func measureWrites(devices: Int, seconds: Int, client: BenchClient) async throws -> WriteRow {
+        var tokens: [String] = []
+        for index in 0..<devices { tokens.append(try await client.register("writer-\(devices)-\(index)", role: "member", adminToken: Self.adminToken)) }
+        let start = try await client.head(token: tokens[0])
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        let clock = ContinuousClock()
+        let samples = try await withThrowingTaskGroup(of: [Duration].self) { group in
+            for token in tokens {
+                group.addTask {
+                    var samples: [Duration] = []
+                    var seq: Int64 = 1
+                    var known = start
+                    while ContinuousClock.now < deadline {
+                        let body = ByteBuffer(string: """
+                            {"maxRevision":\(known),"changeSets":[{"seq":\(seq),"types":["notes"],"notes":{"create":[\(-seq)],\
+                            "attributes":{"\(-seq)":{"body":"bench note \(seq)","pinned":false}}}}]}
+                            """)
+                        var answer = ByteBuffer()
+                        samples.append(try await clock.measure { answer = try await client.sync(token: token, body: body, gzip: false) })
+                        known = try JSONDecoder().decode(SyncResponse.self, from: Data(answer.readableBytesView)).maxRevision
+                        seq += 1
+                    }
+                    return samples
+                }
+            }
+            return try await group.reduce(into: []) { $0 += $1 }
+        }
+        return WriteRow(devices: devices, changeSets: samples.count, seconds: Double(seconds), latency: Latencies(samples))
+    }
+}

@@ -1,0 +1,30 @@
+import ArgumentParser
+import Foundation
+import Logging
+
+@main
+struct BenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "revsync-bench",
+        abstract: "Catch-up latency (Redis path, PostgreSQL only, raw floor) and write throughput, side by side in one run.")
+
+    @Option(help: "Revisions in the log.") var revisions = 100_000
+    @Option(help: "Approximate bytes of each change set.") var entryBytes = 1_000
+    @Option(help: "Seconds of writing per concurrency level.") var writeSeconds = 10
+    @Option(help: "Where to write the JSON report.") var output = "reports/bench.json"
+    @Option(help: "PostgreSQL server URL (a database named revsync_bench is created there).")
+    var databaseURL = ProcessInfo.processInfo.environment["REVSYNC_DATABASE_URL"] ?? "postgres://revsync@127.0.0.1:54329/revsync"
+    @Option(help: "Redis URL (the bench flushes it: use the throwaway stack's).")
+    var redisURL = ProcessInfo.processInfo.environment["REVSYNC_REDIS_URL"] ?? "redis://127.0.0.1:63799"
+
+    func run() async throws {
+        var logger = Logger(label: "revsync.bench")
+        logger.logLevel = .warning
+        let bench = try await Bench(
+            databaseURL: databaseURL, redisURL: redisURL, revisions: Int64(revisions), entryBytes: entryBytes, logger: logger)
+        let report = try await bench.run(writeSeconds: writeSeconds)
+        print(report.table())
+        try report.write(to: output)
+        print("JSON report: \(output)")
+    }
+}
