@@ -106,13 +106,27 @@ let package = Package(
         ),
         .testTarget(name: "RevsyncWireTests", dependencies: ["RevsyncWire"], swiftSettings: swiftSettings),
         .testTarget(name: "RevsyncRulesTests", dependencies: ["RevsyncRules"], swiftSettings: swiftSettings),
-        .testTarget(name: "RevsyncRedisTests", dependencies: ["RevsyncRedis"], swiftSettings: swiftSettings),
-        .testTarget(name: "RevsyncDeviceTests", dependencies: ["RevsyncDevice"], swiftSettings: swiftSettings),
+        // What tests of several targets share: throwaway databases, Redis servers, a live server.
+        .target(
+            name: "RevsyncTestSupport",
+            dependencies: [
+                "RevsyncServer",
+                "RevsyncRedis",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/RevsyncTestSupport",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(name: "RevsyncRedisTests", dependencies: ["RevsyncRedis", "RevsyncTestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "RevsyncDeviceTests", dependencies: ["RevsyncDevice", "RevsyncTestSupport"], swiftSettings: swiftSettings),
         .testTarget(
             name: "RevsyncServerTests",
             dependencies: [
                 "RevsyncServer",
                 "RevsyncRedis",
+                "RevsyncTestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ],
             swiftSettings: swiftSettings

@@ -1,5 +1,6 @@
 import NIOCore
 import RevsyncRedis
+import RevsyncTestSupport
 import Testing
 
 /// Behaviour that needs a Redis of the test's own: flushing it, killing it, restarting it.

@@ -1,4 +1,5 @@
 import RevsyncRedis
+import RevsyncTestSupport
 import Testing
 
 #if canImport(Glibc)

@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import RevsyncRedis
+import RevsyncTestSupport
 import Testing
 
 /// The shared Redis the test run uses (Scripts/stack), with a random key prefix per test.
@@ -60,10 +61,6 @@ struct TestKeys: Sendable {
     }
 }
 
-struct TestSetupError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
 
 extension ByteBuffer {
     init(_ bytes: [UInt8]) {

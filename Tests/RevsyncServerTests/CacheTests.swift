@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import RevsyncRedis
 import RevsyncWire
+import RevsyncTestSupport
 import Testing
 @testable import RevsyncServer
 

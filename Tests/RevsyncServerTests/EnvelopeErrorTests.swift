@@ -4,6 +4,7 @@ import Logging
 import Foundation
 import NIOCore
 import RevsyncWire
+import RevsyncTestSupport
 import Testing
 @testable import RevsyncServer
 

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import RevsyncTestSupport
 import Testing
 @testable import RevsyncServer
 

@@ -1,27 +1,32 @@
 import NIOCore
 
-/// How a committed change set is stored under one Redis key:
-/// `[device id: 8 bytes][body length: 4 bytes][body][author body]`, big endian.
-/// Both forms sit under one key so one MGET answers any device, and the response
-/// is assembled from slices of the reply without parsing JSON.
+/// How a committed change set is stored in Redis: `e:<revision>` holds
+/// `[device id: 8 bytes, big endian][body]`, the form every device gets, and
+/// `a:<revision>` the author's form, read only for the requester's own revisions.
+/// A catch-up thus moves each change set once, and the response is assembled from
+/// slices of the reply without parsing JSON.
 enum CachedEntry {
-    static func encode(_ entry: CommittedEntry) -> ByteBuffer {
-        var buffer = ByteBufferAllocator().buffer(capacity: 12 + entry.body.readableBytes + entry.authorBody.readableBytes)
+    static func encodePublic(_ entry: CommittedEntry) -> ByteBuffer {
+        var buffer = ByteBufferAllocator().buffer(capacity: 8 + entry.body.readableBytes)
         buffer.writeInteger(entry.deviceId)
-        buffer.writeInteger(UInt32(entry.body.readableBytes))
-        var body = entry.body, author = entry.authorBody
+        var body = entry.body
         buffer.writeBuffer(&body)
-        buffer.writeBuffer(&author)
         return buffer
     }
 
-    /// nil for bytes that are not an entry (never written by this server).
-    static func decode(_ value: ByteBuffer, revision: Int64) -> CommittedEntry? {
+    /// The author and the public body; nil for bytes this server never wrote.
+    static func decodePublic(_ value: ByteBuffer) -> (device: Int64, body: ByteBuffer)? {
         var value = value
-        guard let device = value.readInteger(as: Int64.self), let length = value.readInteger(as: UInt32.self),
-            let body = value.readSlice(length: Int(length))
-        else { return nil }
-        return CommittedEntry(revision: revision, deviceId: device, body: body, authorBody: value)
+        guard let device = value.readInteger(as: Int64.self) else { return nil }
+        return (device, value)
+    }
+
+    /// The SET commands that cache `entry`.
+    static func setCommands(_ entry: CommittedEntry, keys: CacheKeys) -> [[ByteBuffer]] {
+        [
+            [ByteBuffer(string: "SET"), ByteBuffer(string: keys.entry(entry.revision)), encodePublic(entry)],
+            [ByteBuffer(string: "SET"), ByteBuffer(string: keys.author(entry.revision)), entry.authorBody],
+        ]
     }
 }
 
@@ -35,4 +40,5 @@ struct CacheKeys: Sendable {
     var head: String { prefix + ":head" }
     var horizon: String { prefix + ":horizon" }
     func entry(_ revision: Int64) -> String { prefix + ":e:" + String(revision) }
+    func author(_ revision: Int64) -> String { prefix + ":a:" + String(revision) }
 }

@@ -140,35 +140,47 @@ public final class RedisChangeLog: ChangeLog {
         let last = min(head, revision + Int64(limits.maxChangeSets))
         guard last > revision else { return CatchUpPage(entries: [], more: false, source: "redis") }
         let wanted = Array((revision + 1)...last)
-        var found: [Int64: CommittedEntry] = [:]
+        var bodies: [Int64: (device: Int64, body: ByteBuffer)] = [:]
+        var authorBodies: [Int64: ByteBuffer] = [:]
         do {
-            let values = try await redis.mget(wanted.map(keys.entry))
-            health.succeeded()
-            for (number, value) in zip(wanted, values) {
-                if let value, let entry = CachedEntry.decode(value, revision: number) { found[number] = entry }
+            for (number, value) in zip(wanted, try await redis.mget(wanted.map(keys.entry))) {
+                if let value, let decoded = CachedEntry.decodePublic(value) { bodies[number] = decoded }
             }
+            // The requester's own change sets go to it in their author form.
+            let own = wanted.filter { bodies[$0]?.device == device.id }
+            if !own.isEmpty {
+                for (number, value) in zip(own, try await redis.mget(own.map(keys.author))) where value != nil {
+                    authorBodies[number] = value
+                }
+            }
+            health.succeeded()
         } catch let error as RedisError {
             health.failed(error)
             return try await postgres.entries(after: revision, through: head, for: device, limits: limits)
         }
-        let missing = wanted.filter { found[$0] == nil }
+        let missing = wanted.filter { number in
+            guard let found = bodies[number] else { return true }
+            return found.device == device.id && authorBodies[number] == nil
+        }
         metrics.recordCache("hits", count: wanted.count - missing.count)
         metrics.recordCache("misses", count: missing.count)
         if !missing.isEmpty {
-            for entry in try await backfill(missing, keys: keys, head: head) { found[entry.revision] = entry }
+            for entry in try await backfill(missing, keys: keys, head: head) {
+                bodies[entry.revision] = (entry.deviceId, entry.body)
+                authorBodies[entry.revision] = entry.authorBody
+            }
         }
 
         var entries: [LogEntry] = []
         var bytes = 0
         for number in wanted {
             // A revision PostgreSQL no longer has either: the device is behind the retained log.
-            guard let entry = found[number] else {
+            guard let found = bodies[number], let body = found.device == device.id ? authorBodies[number] : found.body else {
                 if entries.isEmpty, number <= (try await postgres.state()).horizon {
                     throw SyncError(.snapshotRequired, "revision \(number) is no longer in the log: bootstrap from GET /snapshot")
                 }
                 return CatchUpPage(entries: entries, more: false, source: "mixed")
             }
-            let body = entry.bytes(for: device.id)
             if !entries.isEmpty && bytes + body.readableBytes > limits.maxBytes {
                 return CatchUpPage(entries: entries, more: true, source: missing.isEmpty ? "redis" : "mixed")
             }
@@ -186,9 +198,7 @@ public final class RedisChangeLog: ChangeLog {
             return try await postgres.committedEntries(missing)
         }
         let oldest = head - window
-        let commands = entries.filter { $0.revision > oldest }.map { entry in
-            [ByteBuffer(string: "SET"), ByteBuffer(string: keys.entry(entry.revision)), CachedEntry.encode(entry)]
-        }
+        let commands = entries.filter { $0.revision > oldest }.flatMap { CachedEntry.setCommands($0, keys: keys) }
         guard !commands.isEmpty else { return entries }
         do {
             _ = try await redis.pipeline(commands)
@@ -206,11 +216,11 @@ public final class RedisChangeLog: ChangeLog {
         let size = Double(entry.body.readableBytes + entry.authorBody.readableBytes + 12)
         averageEntryBytes.withLock { $0 = $0 * 0.99 + size * 0.01 }
         guard let keys = usableKeys else { return }
-        var commands: [[ByteBuffer]] = [
-            [ByteBuffer(string: "SET"), ByteBuffer(string: keys.entry(entry.revision)), CachedEntry.encode(entry)]
-        ]
+        var commands = CachedEntry.setCommands(entry, keys: keys)
         let evicted = entry.revision - window
-        if evicted > 0 { commands.append([ByteBuffer(string: "DEL"), ByteBuffer(string: keys.entry(evicted))]) }
+        if evicted > 0 {
+            commands.append([ByteBuffer(string: "DEL"), ByteBuffer(string: keys.entry(evicted)), ByteBuffer(string: keys.author(evicted))])
+        }
         do {
             _ = try await redis.pipeline(commands)
             // The entry first, then the head: a reader that sees the new head finds the entry (or backfills it).

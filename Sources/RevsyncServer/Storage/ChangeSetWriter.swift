@@ -118,7 +118,7 @@ struct ChangeSetWriter: Sendable {
 
     private func update(_ updates: [UpdateOperation], into applied: inout AppliedChangeSet, on connection: PostgresConnection) async throws {
         // Records changing the same attributes share one statement.
-        let groups = Dictionary(grouping: updates) { RecordKey($0.entity, 0).entity + "\u{0}" + $0.values.keys.sorted().joined(separator: ",") }
+        let groups = Dictionary(grouping: updates) { $0.entity + "\u{0}" + $0.values.keys.sorted().joined(separator: ",") }
         for key in groups.keys.sorted() {
             guard let group = groups[key], let first = group.first, let definition = schema.entity(named: first.entity) else { continue }
             for update in group { applied.update(update.entity, id: update.id, values: update.values) }

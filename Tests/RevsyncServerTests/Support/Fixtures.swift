@@ -1,3 +1,4 @@
+import RevsyncTestSupport
 import PostgresNIO
 import RevsyncWire
 @testable import RevsyncServer

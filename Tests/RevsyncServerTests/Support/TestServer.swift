@@ -1,3 +1,4 @@
+import RevsyncTestSupport
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -6,11 +7,6 @@ import NIOCore
 import PostgresNIO
 import RevsyncWire
 @testable import RevsyncServer
-
-/// The repository's default schema, found from this file's path.
-let defaultSchemaPath = URL(fileURLWithPath: #filePath)
-    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    .appendingPathComponent("Config/schema.json").path
 
 let adminToken = "test-admin-token"
 

@@ -3,15 +3,15 @@ import Logging
 import PostgresNIO
 
 /// A throwaway database per test, on the PostgreSQL that `Scripts/stack start` runs.
-enum TestDatabase {
-    static var serverURL: String {
+public enum TestDatabase {
+    public static var serverURL: String {
         ProcessInfo.processInfo.environment["REVSYNC_TEST_DATABASE_URL"] ?? "postgres://revsync@127.0.0.1:54329/revsync"
     }
 
     static let logger = Logger(label: "revsync.tests.database")
 
     /// Creates an empty database and returns its URL.
-    static func create() async throws -> String {
+    public static func create() async throws -> String {
         let name = "revsync_test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
         try await onServer("CREATE DATABASE \(name)")
         var components = URLComponents(string: serverURL)
@@ -20,7 +20,7 @@ enum TestDatabase {
         return url
     }
 
-    static func drop(_ url: String) async {
+    public static func drop(_ url: String) async {
         guard let name = URLComponents(string: url)?.path.dropFirst(), !name.isEmpty else { return }
         try? await onServer("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
     }
@@ -44,7 +44,8 @@ enum TestDatabase {
     }
 }
 
-struct TestSetupError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
+/// A test's environment is missing something; the message says how to provide it.
+public struct TestSetupError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
 }

@@ -1,7 +1,6 @@
 import Foundation
 import Logging
 import RevsyncRedis
-import Testing
 
 #if canImport(Glibc)
 import Glibc
@@ -12,14 +11,15 @@ import Darwin
 /// A redis-server of a test's own on a free loopback port, for what must not touch the
 /// shared server: FLUSHALL, SCRIPT FLUSH, and killing the server under a running client.
 /// Not persistent (`--save ''`, no AOF), so nothing is left on disk.
-final class ThrowawayRedisServer {
-    let port: Int
+/// Unchecked Sendable: a test starts and kills it from one task at a time; `process` is not touched concurrently.
+public final class ThrowawayRedisServer: @unchecked Sendable {
+    public let port: Int
     private var process: Process?
 
-    var configuration: RedisConfiguration { RedisConfiguration(host: "127.0.0.1", port: port) }
+    public var configuration: RedisConfiguration { RedisConfiguration(host: "127.0.0.1", port: port) }
 
     /// Starts a server and waits until it answers.
-    static func start() async throws -> ThrowawayRedisServer {
+    public static func start() async throws -> ThrowawayRedisServer {
         let server = ThrowawayRedisServer(port: try freeLoopbackPort())
         try await server.start()
         return server
@@ -34,7 +34,7 @@ final class ThrowawayRedisServer {
     }
 
     /// (Re)starts the server on its port and waits until it answers PING.
-    func start() async throws {
+    public func start() async throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = [
@@ -71,7 +71,7 @@ final class ThrowawayRedisServer {
     }
 
     /// Kills the server with SIGKILL, as a crash would, and waits until it is gone.
-    func kill() {
+    public func kill() {
         guard let process, process.isRunning else { return }
         #if canImport(Glibc)
         _ = Glibc.kill(process.processIdentifier, SIGKILL)
@@ -83,7 +83,7 @@ final class ThrowawayRedisServer {
     }
 
     /// A port nobody listens on right now: bind to port 0 and ask which one the kernel chose.
-    static func freeLoopbackPort() throws -> Int {
+    public static func freeLoopbackPort() throws -> Int {
         #if canImport(Glibc)
         let streamType = Int32(SOCK_STREAM.rawValue)
         #else
