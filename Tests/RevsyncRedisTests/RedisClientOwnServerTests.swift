@@ -85,7 +85,7 @@ import Testing
                         return error.isUnavailable && "\(error)".contains("127.0.0.1:\(server.port)")
                     }
                 }
-                #expect(took < .seconds(1), "a call while Redis is down took \(took)")
+                #expect(took < .seconds(3), "a call while Redis is down took \(took)")
             }
 
             try await server.start()
@@ -101,7 +101,7 @@ import Testing
                     }
                 }
             }
-            #expect(recovery < .seconds(2), "recovered after \(attempts) attempts in \(recovery)")
+            #expect(recovery < .seconds(5), "recovered after \(attempts) attempts in \(recovery)")
             // The restarted server kept nothing (no persistence); the client writes and reads again.
             #expect(try await client.get("k0") == nil)
             try await client.set("k0", ByteBuffer([0x00, 0x01]))

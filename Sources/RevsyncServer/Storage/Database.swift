@@ -40,34 +40,18 @@ public struct Database: Sendable {
     ) async throws -> T {
         let logger = self.logger
         return try await withConnection(unlimited: unlimited) { connection in
-            try await connection.run("BEGIN ISOLATION LEVEL \(unescaped: isolation)", logger)
-            do {
-                let result = try await body(connection)
-                try await connection.run("COMMIT", logger)
-                return result
-            } catch {
-                try? await connection.run("ROLLBACK", logger)
-                throw error
-            }
+            try await connection.inTransaction(isolation, logger, body)
         }
     }
 
     /// A transaction for streaming its reads to a client at the client's pace: no
     /// deadline, and `body` may capture the response writer (it does not escape).
-    func streamingTransaction<T>(_ isolation: String, _ body: (PostgresConnection) async throws -> T) async throws -> T {
+    func streamingTransaction<T: Sendable>(_ isolation: String, _ body: (PostgresConnection) async throws -> T) async throws -> T {
         let logger = self.logger
         leases.increment()
         do {
             return try await client.withConnection { connection in
-                try await connection.run("BEGIN ISOLATION LEVEL \(unescaped: isolation)", logger)
-                do {
-                    let result = try await body(connection)
-                    try await connection.run("COMMIT", logger)
-                    return result
-                } catch {
-                    try? await connection.run("ROLLBACK", logger)
-                    throw error
-                }
+                try await connection.inTransaction(isolation, logger, body)
             }
         } catch let error as PSQLError where error.isConnectionFailure {
             throw SyncError.unavailable("PostgreSQL is unreachable: \(error.code)")
@@ -97,6 +81,21 @@ public struct Database: Sendable {
 }
 
 extension PostgresConnection {
+    /// BEGIN, `body`, COMMIT; ROLLBACK when `body` throws.
+    nonisolated(nonsending) func inTransaction<T>(
+        _ isolation: String, _ logger: Logger, _ body: (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        try await run("BEGIN ISOLATION LEVEL \(unescaped: isolation)", logger)
+        do {
+            let result = try await body(self)
+            try await run("COMMIT", logger)
+            return result
+        } catch {
+            try? await run("ROLLBACK", logger)
+            throw error
+        }
+    }
+
     /// Runs a statement and reads (and drops) its rows so that its error, if any, is thrown here.
     func run(_ query: PostgresQuery, _ logger: Logger) async throws {
         _ = try await self.query(query, logger: logger).collect()
