@@ -47,7 +47,7 @@ struct ChangeSetWriter: Sendable {
         try await insert(resolved.creates, permanentIds: permanentIds, into: &applied, on: connection)
         try await update(resolved.updates, into: &applied, on: connection)
         try await delete(resolved.deletes, into: &applied, on: connection)
-        try await remember(resolved.creates, permanentIds: permanentIds, on: connection)
+        try await remember(resolved.creates, permanentIds: permanentIds, seq: resolved.seq, on: connection)
         // Foreign keys are deferred so creates may come in any order; check them now,
         // before the revision lock, so a violation rejects this change set alone.
         try await connection.run("SET CONSTRAINTS ALL IMMEDIATE", logger)
@@ -178,15 +178,15 @@ struct ChangeSetWriter: Sendable {
         }
     }
 
-    private func remember(_ creates: [CreateOperation], permanentIds: [Int64: Int64], on connection: PostgresConnection) async throws {
+    private func remember(_ creates: [CreateOperation], permanentIds: [Int64: Int64], seq: Int64?, on connection: PostgresConnection) async throws {
         guard !creates.isEmpty else { return }
         let temporary = creates.map(\.temporaryId)
         let entities = creates.map(\.entity)
         let permanent = creates.map { permanentIds[$0.temporaryId] ?? 0 }
         try await connection.run(
             """
-            INSERT INTO revsync_temp_ids (device_id, temp_id, entity, id)
-            SELECT \(device.id), u.temp_id, u.entity, u.id FROM unnest(\(temporary)::bigint[], \(entities)::text[], \(permanent)::bigint[]) AS u(temp_id, entity, id)
+            INSERT INTO revsync_temp_ids (device_id, temp_id, entity, id, seq)
+            SELECT \(device.id), u.temp_id, u.entity, u.id, \(seq) FROM unnest(\(temporary)::bigint[], \(entities)::text[], \(permanent)::bigint[]) AS u(temp_id, entity, id)
             """, logger)
     }
 

@@ -75,5 +75,11 @@ enum CoreMigrations {
         Migration(version: 2, name: "database instance id", statements: [
             "ALTER TABLE revsync_head ADD COLUMN instance uuid NOT NULL DEFAULT gen_random_uuid()"
         ]),
+        // Which seq created each temporary id, so an acknowledgement whose log entry was
+        // pruned can be rebuilt for a device that asks again after re-bootstrapping.
+        Migration(version: 3, name: "seq of temporary ids", statements: [
+            "ALTER TABLE revsync_temp_ids ADD COLUMN seq bigint",
+            "CREATE INDEX ON revsync_temp_ids (device_id, seq)",
+        ]),
     ]
 }

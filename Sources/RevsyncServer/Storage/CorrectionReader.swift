@@ -73,4 +73,63 @@ struct CorrectionReader: Sendable {
         }
         return set.encoded(schema: schema)
     }
+
+    /// An acknowledgement rebuilt for a seq whose log entry was pruned: the records it
+    /// created, as they are now, each with its `__oldId__`; those deleted since are under
+    /// `delete` (with `__oldId__`, so the device can drop its temporary copy).
+    func rebuiltAcknowledgement(seq: Int64, revision: Int64, device: Device) async throws -> [UInt8] {
+        let logger = database.logger
+        let schema = self.schema
+        let reader = RecordReader(schema: schema, logger: logger)
+        return try await database.transaction("REPEATABLE READ READ ONLY") { connection in
+            var created: [String: [(temporary: Int64, id: Int64)]] = [:]
+            var types: [String] = []
+            for row in try await connection.rows(
+                "SELECT entity, temp_id, id FROM revsync_temp_ids WHERE device_id = \(device.id) AND seq = \(seq) ORDER BY temp_id DESC", logger)
+            {
+                let (entity, temporary, id) = try row.decode((String, Int64, Int64).self)
+                if created[entity] == nil { types.append(entity) }
+                created[entity, default: []].append((temporary, id))
+            }
+            var out = JSONWriter(capacity: 512)
+            out.raw("{\"conflict\":false,\"revision\":")
+            out.integer(revision)
+            out.raw(",\"seq\":")
+            out.integer(seq)
+            out.raw(",\"types\":")
+            out.stringArray(types)
+            for entity in types {
+                let pairs = created[entity] ?? []
+                let existing = Dictionary(uniqueKeysWithValues: try await reader.records(entity, ids: pairs.map(\.id), on: connection).map { ($0.id, $0) })
+                let order = schema.entity(named: entity)?.attributes.map(\.name) ?? []
+                out.byte(UInt8(ascii: ","))
+                out.key(entity)
+                out.raw("{\"create\":")
+                out.integerArray(pairs.filter { existing[$0.id] != nil }.map(\.id))
+                out.raw(",\"update\":[],\"delete\":")
+                out.integerArray(pairs.filter { existing[$0.id] == nil }.map(\.id))
+                out.raw(",\"attributes\":{")
+                for (index, pair) in pairs.enumerated() {
+                    if index > 0 { out.byte(UInt8(ascii: ",")) }
+                    out.byte(UInt8(ascii: "\""))
+                    out.integer(pair.id)
+                    out.raw("\":{\"__oldId__\":")
+                    out.integer(pair.temporary)
+                    if let record = existing[pair.id] {
+                        out.raw(",\"revision\":")
+                        out.integer(record.revision)
+                        for name in order {
+                            out.byte(UInt8(ascii: ","))
+                            out.key(name)
+                            out.value(record.values[name] ?? .null)
+                        }
+                    }
+                    out.byte(UInt8(ascii: "}"))
+                }
+                out.raw("}}")
+            }
+            out.byte(UInt8(ascii: "}"))
+            return out.bytes
+        }
+    }
 }

@@ -47,8 +47,15 @@ struct SyncService: Sendable {
             after: request.maxRevision, through: head, for: device,
             limits: CatchUpLimits(maxChangeSets: limits.catchUpMaxChangeSets, maxBytes: limits.catchUpMaxBytes))
         // Acknowledgements the device asks for again although it is past them (after a re-bootstrap).
+        // Those whose log entry was pruned are rebuilt from the temporary-id map.
         let old = outcomes.compactMap(\.revision).filter { $0 <= request.maxRevision }
-        let oldAcks = try await changeLog.authorEntries(old, for: device)
+        var oldAcks: [(revision: Int64, bytes: [UInt8])] = try await changeLog.authorEntries(old, for: device).map {
+            ($0.revision, Array($0.bytes.readableBytesView))
+        }
+        for case .repeated(let revision, let seq) in outcomes where old.contains(revision) && !oldAcks.contains(where: { $0.revision == revision }) {
+            oldAcks.append((revision, try await corrections.rebuiltAcknowledgement(seq: seq, revision: revision, device: device)))
+        }
+        oldAcks.sort { $0.revision < $1.revision }
         metrics.recordCatchUp(changeSets: page.entries.count, source: page.source, duration: ContinuousClock.now - started)
 
         var correctives: [[UInt8]] = []
@@ -61,9 +68,10 @@ struct SyncService: Sendable {
             }
         }
 
-        let size = (oldAcks + page.entries).reduce(0) { $0 + $1.bytes.readableBytes } + correctives.reduce(0) { $0 + $1.count }
+        let size = page.entries.reduce(0) { $0 + $1.bytes.readableBytes } + (oldAcks.map(\.bytes) + correctives).reduce(0) { $0 + $1.count }
         var writer = SyncResponseWriter(capacity: size + 16 * (outcomes.count + page.entries.count))
-        for entry in oldAcks + page.entries { writer.append(entry.bytes) }
+        for ack in oldAcks { writer.append(ack.bytes) }
+        for entry in page.entries { writer.append(entry.bytes) }
         for corrective in correctives { writer.append(corrective) }
         let maxRevision = page.entries.last?.revision ?? request.maxRevision
         if let last = page.entries.last { metrics.observeHead(last.revision) }
