@@ -16,20 +16,33 @@ enum SQL {
         return try await PostgresConnection.connect(configuration: configuration, id: 1, logger: logger)
     }
 
-    static func run(on url: String, _ sql: String, logger: Logger) async throws {
+    /// Runs `body` on a new connection and closes it afterwards, whatever happens.
+    static func withConnection<T>(_ url: String, logger: Logger, _ body: (PostgresConnection) async throws -> T) async throws -> T {
         let connection = try await connect(url, logger: logger)
-        defer { Task { try? await connection.close() } }
-        // Several statements in one string need the simple query protocol.
-        for statement in sql.split(separator: ";").map({ $0.trimmingCharacters(in: .whitespacesAndNewlines) }) where !statement.isEmpty {
-            _ = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger).collect()
+        do {
+            let result = try await body(connection)
+            try await connection.close()
+            return result
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+    }
+
+    static func run(on url: String, _ sql: String, logger: Logger) async throws {
+        try await withConnection(url, logger: logger) { connection in
+            // Statements run one by one: the extended protocol takes one statement at a time.
+            for statement in sql.split(separator: ";").map({ $0.trimmingCharacters(in: .whitespacesAndNewlines) }) where !statement.isEmpty {
+                _ = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger).collect()
+            }
         }
     }
 
     static func value(on url: String, _ sql: String, logger: Logger) async throws -> String {
-        let connection = try await connect(url, logger: logger)
-        defer { Task { try? await connection.close() } }
-        let rows = try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger).collect()
-        return try rows.first?.decode(String.self) ?? ""
+        try await withConnection(url, logger: logger) { connection in
+            let rows = try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger).collect()
+            return try rows.first?.decode(String.self) ?? ""
+        }
     }
 }
 
