@@ -132,7 +132,13 @@ public struct ChangeSetValidator: Sendable {
             return .null
         }
         switch (attribute.type, value) {
-        case (.string, .string), (.boolean, .bool), (.double, .double):
+        case (.string, .string(let text)):
+            // PostgreSQL's text cannot hold U+0000; refuse it here with a message that says so.
+            guard !text.unicodeScalars.contains("\u{0}") else {
+                throw invalid(entity, id, "attribute \"\(attribute.name)\" of \(entity) contains a NUL character (U+0000), which text cannot hold")
+            }
+            return value
+        case (.boolean, .bool), (.double, .double):
             return value
         case (.double, .integer(let number)):
             return .double(Double(number))

@@ -345,3 +345,17 @@ import Testing
         #expect(rejection(set)?.code == .reference)
     }
 }
+
+@Suite struct StringContentTests {
+    @Test func stringWithANulCharacterIsInvalidWithAMessageSayingWhy() throws {
+        let schema = try Fixtures.defaultSchema()
+        var set = ChangeSet(seq: 1)
+        set["notes"] = EntityChanges(create: [-1], attributes: [-1: ["body": "a\u{0}b", "pinned": false]])
+        guard case .failure(let reason) = ChangeSetValidator(schema: schema, role: "member").validate(set) else {
+            Issue.record("a NUL character was accepted")
+            return
+        }
+        #expect(reason.code == .invalid)
+        #expect(reason.message.contains("NUL"))
+    }
+}
