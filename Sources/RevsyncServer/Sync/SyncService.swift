@@ -46,18 +46,36 @@ struct SyncService: Sendable {
         let page = try await changeLog.entries(
             after: request.maxRevision, through: head, for: device,
             limits: CatchUpLimits(maxChangeSets: limits.catchUpMaxChangeSets, maxBytes: limits.catchUpMaxBytes))
-        // Acknowledgements the device asks for again although it is past them (after a re-bootstrap).
-        // Those whose log entry was pruned are rebuilt from the temporary-id map.
-        let old = outcomes.compactMap(\.revision).filter { $0 <= request.maxRevision }
-        var oldAcks: [(revision: Int64, bytes: [UInt8])] = try await changeLog.authorEntries(old, for: device).map {
+        let oldAcks = try await repeatedAcknowledgements(outcomes, maxRevision: request.maxRevision, device: device)
+        metrics.recordCatchUp(changeSets: page.entries.count, source: page.source, duration: ContinuousClock.now - started)
+        let correctives = try await correctiveSets(outcomes, device: device)
+
+        let size = page.entries.reduce(0) { $0 + $1.bytes.readableBytes } + (oldAcks + correctives).reduce(0) { $0 + $1.count }
+        var writer = SyncResponseWriter(capacity: size + 16 * (outcomes.count + page.entries.count))
+        for ack in oldAcks { writer.append(ack) }
+        for entry in page.entries { writer.append(entry.bytes) }
+        for corrective in correctives { writer.append(corrective) }
+        let maxRevision = page.entries.last?.revision ?? request.maxRevision
+        if let last = page.entries.last { metrics.observeHead(last.revision) }
+        return writer.finish(maxRevision: maxRevision, more: page.more)
+    }
+
+    /// Acknowledgements the device asks for again although it is past them (after a
+    /// re-bootstrap), oldest first; those whose log entry was pruned are rebuilt.
+    private func repeatedAcknowledgements(_ outcomes: [ApplyOutcome], maxRevision: Int64, device: Device) async throws -> [[UInt8]] {
+        let old = outcomes.compactMap(\.revision).filter { $0 <= maxRevision }
+        guard !old.isEmpty else { return [] }
+        var acks: [(revision: Int64, bytes: [UInt8])] = try await changeLog.authorEntries(old, for: device).map {
             ($0.revision, Array($0.bytes.readableBytesView))
         }
-        for case .repeated(let revision, let seq) in outcomes where old.contains(revision) && !oldAcks.contains(where: { $0.revision == revision }) {
-            oldAcks.append((revision, try await corrections.rebuiltAcknowledgement(seq: seq, revision: revision, device: device)))
+        for case .repeated(let revision, let seq) in outcomes where old.contains(revision) && !acks.contains(where: { $0.revision == revision }) {
+            acks.append((revision, try await corrections.rebuiltAcknowledgement(seq: seq, revision: revision, device: device)))
         }
-        oldAcks.sort { $0.revision < $1.revision }
-        metrics.recordCatchUp(changeSets: page.entries.count, source: page.source, duration: ContinuousClock.now - started)
+        return acks.sorted { $0.revision < $1.revision }.map(\.bytes)
+    }
 
+    /// A fresh corrective set for every rejected change set, in request order.
+    private func correctiveSets(_ outcomes: [ApplyOutcome], device: Device) async throws -> [[UInt8]] {
         var correctives: [[UInt8]] = []
         for outcome in outcomes {
             switch outcome {
@@ -67,15 +85,7 @@ struct SyncService: Sendable {
                 continue
             }
         }
-
-        let size = page.entries.reduce(0) { $0 + $1.bytes.readableBytes } + (oldAcks.map(\.bytes) + correctives).reduce(0) { $0 + $1.count }
-        var writer = SyncResponseWriter(capacity: size + 16 * (outcomes.count + page.entries.count))
-        for ack in oldAcks { writer.append(ack.bytes) }
-        for entry in page.entries { writer.append(entry.bytes) }
-        for corrective in correctives { writer.append(corrective) }
-        let maxRevision = page.entries.last?.revision ?? request.maxRevision
-        if let last = page.entries.last { metrics.observeHead(last.revision) }
-        return writer.finish(maxRevision: maxRevision, more: page.more)
+        return correctives
     }
 
     /// Change sets with a seq must come in increasing order, and the first new one
