@@ -104,6 +104,28 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Simulator: a seeded fault-injecting HTTP proxy between a virtual device and the server.
+        .target(
+            name: "RevsyncLink",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Simulator/Sources/RevsyncLink",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RevsyncLinkTests",
+            dependencies: [
+                "RevsyncLink",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ],
+            path: "Simulator/Tests/RevsyncLinkTests",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(name: "RevsyncWireTests", dependencies: ["RevsyncWire"], swiftSettings: swiftSettings),
         .testTarget(name: "RevsyncRulesTests", dependencies: ["RevsyncRules"], swiftSettings: swiftSettings),
         // What tests of several targets share: throwaway databases, Redis servers, a live server.

@@ -1,0 +1,302 @@
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The device side of one proxied connection. It gathers each request whole,
+/// asks the link for its fate, and relays it over its own upstream connection
+/// (opened lazily, reopened if the server closes it), so faults fall exactly
+/// on request and response boundaries. Everything runs on the device
+/// connection's event loop; the upstream connection shares that loop.
+final class LinkConnectionHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    /// A request in flight between the device and the server.
+    private struct Exchange {
+        var head: HTTPRequestHead
+        var body: ByteBuffer
+        var decision: FateDecision
+        var keepAlive: Bool
+        /// Copies sent upstream so far (a duplicate sends two).
+        var sent = 0
+        /// The answer to the first copy of a duplicated request.
+        var firstAnswer: UpstreamResponse?
+    }
+
+    private let state: LinkState
+    private let targetHost: String
+    private let targetPort: Int
+    private let logger: Logger
+    private var context: ChannelHandlerContext?
+    private var requestHead: HTTPRequestHead?
+    private var requestBody = ByteBuffer()
+    private var exchange: Exchange?
+    private var upstream: (any Channel)?
+    private var isClosed = false
+
+    init(state: LinkState, targetHost: String, targetPort: Int, logger: Logger) {
+        self.state = state
+        self.targetHost = targetHost
+        self.targetPort = targetPort
+        self.logger = logger
+    }
+
+    private var profile: LinkProfile { self.state.profile }
+
+    // MARK: Device side
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        guard self.state.admit(context.channel) else {
+            self.logger.debug("link offline, connection refused")
+            self.isClosed = true
+            resetConnection(context.channel)
+            return
+        }
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        self.isClosed = true
+        self.state.forget(context.channel)
+        self.exchange = nil
+        self.upstream?.close(promise: nil)
+        self.upstream = nil
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch self.unwrapInboundIn(data) {
+        case .head(let head):
+            self.requestHead = head
+            self.requestBody.clear()
+        case .body(var chunk):
+            self.requestBody.writeBuffer(&chunk)
+        case .end:
+            guard let head = self.requestHead else { return }
+            self.requestHead = nil
+            self.begin(head: head, body: self.requestBody, context: context)
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+
+    private func begin(head: HTTPRequestHead, body: ByteBuffer, context: ChannelHandlerContext) {
+        guard let decision = self.state.decide() else {
+            self.isClosed = true
+            resetConnection(context.channel)
+            return
+        }
+        self.logger.debug("request fate", metadata: ["fate": "\(decision.fate.rawValue)", "uri": "\(head.uri)"])
+        if decision.fate == .refuse {
+            self.isClosed = true
+            resetConnection(context.channel)
+            return
+        }
+        var upstreamHead = head
+        upstreamHead.headers.remove(name: "transfer-encoding")
+        if body.readableBytes > 0 || head.headers.contains(name: "content-length") {
+            upstreamHead.headers.replaceOrAdd(name: "content-length", value: String(body.readableBytes))
+        }
+        self.exchange = Exchange(head: upstreamHead, body: body, decision: decision, keepAlive: head.isKeepAlive)
+        let delay = decision.upstreamDelay + self.profile.transferDelay(bytes: body.readableBytes)
+        context.eventLoop.assumeIsolated().scheduleTask(in: delay) {
+            self.sendUpstream()
+        }
+    }
+
+    // MARK: Server side
+
+    private func sendUpstream() {
+        guard !self.isClosed, self.exchange != nil else { return }
+        self.withUpstream { channel in
+            guard var exchange = self.exchange else { return }
+            exchange.sent += 1
+            self.exchange = exchange
+            if exchange.decision.fate == .resetMidRequest {
+                // The server sees the full Content-Length but only part of the
+                // body, then the connection ends: a request cut in flight.
+                let cutBytes = Int(Double(exchange.body.readableBytes) * exchange.decision.cut)
+                var written = channel.writeAndFlush(HTTPClientRequestPart.head(exchange.head))
+                if let part = exchange.body.getSlice(at: exchange.body.readerIndex, length: cutBytes), cutBytes > 0 {
+                    written = channel.writeAndFlush(HTTPClientRequestPart.body(.byteBuffer(part)))
+                }
+                // Close once the bytes are out, so the server really receives the partial request.
+                written.hop(to: channel.eventLoop).assumeIsolated().whenComplete { _ in
+                    self.closeBothSides()
+                }
+                return
+            }
+            channel.write(HTTPClientRequestPart.head(exchange.head), promise: nil)
+            if exchange.body.readableBytes > 0 {
+                channel.write(HTTPClientRequestPart.body(.byteBuffer(exchange.body)), promise: nil)
+            }
+            channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
+        }
+    }
+
+    /// Runs `body` with a live upstream connection, connecting first if needed;
+    /// if the server cannot be reached the device's connection is closed.
+    private func withUpstream(_ body: @escaping (any Channel) -> Void) {
+        if let upstream = self.upstream, upstream.isActive {
+            body(upstream)
+            return
+        }
+        guard let context = self.context else { return }
+        let loop = context.eventLoop
+        let bound = NIOLoopBound(self, eventLoop: loop)
+        ClientBootstrap(group: loop)
+            .connectTimeout(.seconds(2))
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                    try channel.pipeline.syncOperations.addHandler(UpstreamHandler(owner: bound.value))
+                }
+            }
+            .connect(host: self.targetHost, port: self.targetPort)
+            .hop(to: loop)
+            .assumeIsolated()
+            .whenComplete { result in
+                switch result {
+                case .success(let channel):
+                    if self.isClosed {
+                        channel.close(promise: nil)
+                        return
+                    }
+                    self.upstream = channel
+                    body(channel)
+                case .failure(let error):
+                    self.logger.debug("server unreachable", metadata: ["error": "\(error)"])
+                    self.closeDevice()
+                }
+            }
+    }
+
+    func upstreamClosed(_ channel: any Channel) {
+        guard let upstream = self.upstream, upstream === channel else { return }
+        self.upstream = nil
+        // The server went away while the device waits for an answer.
+        if self.exchange != nil { self.closeDevice() }
+    }
+
+    func upstreamAnswered(_ response: UpstreamResponse) {
+        guard var exchange = self.exchange, !self.isClosed else { return }
+        switch exchange.decision.fate {
+        case .duplicate where exchange.sent == 1:
+            // The copy goes over the same keep-alive connection; if the server
+            // closed it after answering, the copy is lost with it and the
+            // device's connection closes (rare: our servers keep connections alive).
+            exchange.firstAnswer = response
+            self.exchange = exchange
+            self.sendUpstream()
+        case .duplicate:
+            self.deliver(exchange.firstAnswer ?? response, exchange: exchange, cut: nil)
+        case .pass:
+            self.deliver(response, exchange: exchange, cut: nil)
+        case .resetMidResponse:
+            self.deliver(response, exchange: exchange, cut: exchange.decision.cut)
+        case .stall:
+            self.exchange = nil
+            self.context?.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(self.profile.stallDuration)) {
+                self.closeDevice()
+            }
+        case .dropAfterCommit:
+            self.exchange = nil
+            self.closeDevice()
+        case .refuse, .resetMidRequest:
+            // Never reach the server's answer; kept for exhaustiveness.
+            self.exchange = nil
+            self.closeDevice()
+        }
+    }
+
+    /// Sends `response` to the device after the downstream delay; with `cut`,
+    /// only that fraction of the body goes out before the connection closes.
+    private func deliver(_ response: UpstreamResponse, exchange: Exchange, cut: Double?) {
+        self.exchange = nil
+        guard let context = self.context else { return }
+        let delay = exchange.decision.downstreamDelay + self.profile.transferDelay(bytes: response.body.readableBytes)
+        var head = response.head
+        let bodyless =
+            exchange.head.method == .HEAD || head.status == .noContent || head.status == .notModified
+            || head.status.code < 200
+        if !bodyless {
+            head.headers.remove(name: "transfer-encoding")
+            head.headers.replaceOrAdd(name: "content-length", value: String(response.body.readableBytes))
+        }
+        let keepAlive = exchange.keepAlive && response.head.isKeepAlive
+        context.eventLoop.assumeIsolated().scheduleTask(in: delay) {
+            guard !self.isClosed else { return }
+            if let cut {
+                self.writeTruncated(head: head, body: response.body, cut: cut, context: context)
+                return
+            }
+            context.write(self.wrapOutboundOut(.head(head)), promise: nil)
+            if response.body.readableBytes > 0 {
+                context.write(self.wrapOutboundOut(.body(.byteBuffer(response.body))), promise: nil)
+            }
+            let written = context.writeAndFlush(self.wrapOutboundOut(.end(nil)))
+            if !keepAlive {
+                written.assumeIsolated().whenComplete { _ in self.closeDevice() }
+            }
+        }
+    }
+
+    /// A response cut in flight: the head and part of the body, then the end
+    /// of the connection. An empty body has nothing to cut into, so the device
+    /// then gets nothing at all before the close.
+    private func writeTruncated(head: HTTPResponseHead, body: ByteBuffer, cut: Double, context: ChannelHandlerContext) {
+        let cutBytes = Int(Double(body.readableBytes) * cut)
+        guard body.readableBytes > 0 else {
+            self.closeDevice()
+            return
+        }
+        var written = context.writeAndFlush(self.wrapOutboundOut(.head(head)))
+        if let part = body.getSlice(at: body.readerIndex, length: cutBytes), cutBytes > 0 {
+            written = context.writeAndFlush(self.wrapOutboundOut(.body(.byteBuffer(part))))
+        }
+        // Close once the bytes are out, so the device really receives the partial answer.
+        written.assumeIsolated().whenComplete { _ in
+            self.closeDevice()
+        }
+    }
+
+    private func closeDevice() {
+        guard !self.isClosed else { return }
+        self.isClosed = true
+        self.exchange = nil
+        self.context?.close(promise: nil)
+    }
+
+    private func closeBothSides() {
+        self.upstream?.close(promise: nil)
+        self.upstream = nil
+        self.closeDevice()
+    }
+}
+
+/// Closes `channel` with a TCP reset rather than a clean shutdown, which is
+/// what a device sees from a refused or dropped link.
+func resetConnection(_ channel: any Channel) {
+    guard let provider = channel as? any SocketOptionProvider else {
+        channel.close(promise: nil)
+        return
+    }
+    provider.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { _ in
+        channel.close(promise: nil)
+    }
+}

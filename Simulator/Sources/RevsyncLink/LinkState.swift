@@ -1,0 +1,92 @@
+import NIOCore
+import Synchronization
+
+/// The link's shared mutable state: connections on every event loop draw from
+/// one generator and update one set of counters, so it sits behind a mutex.
+final class LinkState: Sendable {
+    private struct Inner {
+        var rng: SplitMix64
+        var stats = LinkStats()
+        var offline = false
+        var open: [ObjectIdentifier: any Channel] = [:]
+        var scheduled: Scheduled<Void>?
+        var shutDown = false
+    }
+
+    let profile: LinkProfile
+    private let inner: Mutex<Inner>
+    private let onFate: (@Sendable (RequestFate) -> Void)?
+
+    init(profile: LinkProfile, seed: UInt64, onFate: (@Sendable (RequestFate) -> Void)?) {
+        self.profile = profile
+        self.inner = Mutex(Inner(rng: SplitMix64(seed: seed)))
+        self.onFate = onFate
+    }
+
+    /// Decides the next request's fate, or `nil` when the link is offline.
+    func decide() -> FateDecision? {
+        let decision: FateDecision? = self.inner.withLock { inner in
+            if inner.offline { return nil }
+            let decision = FateDecision.draw(self.profile, &inner.rng)
+            inner.stats.fates[decision.fate, default: 0] += 1
+            return decision
+        }
+        if let decision { self.onFate?(decision.fate) }
+        return decision
+    }
+
+    /// Registers a new device connection; returns false (and counts a refusal)
+    /// when the link is offline or shut down.
+    func admit(_ channel: any Channel) -> Bool {
+        self.inner.withLock { inner in
+            if inner.offline || inner.shutDown {
+                inner.stats.offlineRefusals += 1
+                return false
+            }
+            inner.open[ObjectIdentifier(channel)] = channel
+            return true
+        }
+    }
+
+    func forget(_ channel: any Channel) {
+        _ = self.inner.withLock { $0.open.removeValue(forKey: ObjectIdentifier(channel)) }
+    }
+
+    /// Sets the offline flag; going offline hands back the open connections to reset.
+    func setOffline(_ offline: Bool) -> [any Channel] {
+        self.inner.withLock { inner in
+            let wasOffline = inner.offline
+            inner.offline = offline
+            guard offline, !wasOffline else { return [] }
+            let channels = Array(inner.open.values)
+            inner.stats.offlineResets += channels.count
+            return channels
+        }
+    }
+
+    var isOffline: Bool { self.inner.withLock { $0.offline } }
+
+    var stats: LinkStats { self.inner.withLock { $0.stats } }
+
+    /// Keeps the pending offline-schedule edge so shutdown can cancel it;
+    /// returns false once shut down so the schedule stops rearming.
+    func setScheduled(_ task: Scheduled<Void>?) -> Bool {
+        self.inner.withLock { inner in
+            if inner.shutDown {
+                task?.cancel()
+                return false
+            }
+            inner.scheduled = task
+            return true
+        }
+    }
+
+    /// Marks the link shut down; hands back what must be closed and cancelled.
+    func shutDown() -> (channels: [any Channel], scheduled: Scheduled<Void>?) {
+        self.inner.withLock { inner in
+            inner.shutDown = true
+            defer { inner.scheduled = nil }
+            return (Array(inner.open.values), inner.scheduled)
+        }
+    }
+}

@@ -1,0 +1,65 @@
+import Hummingbird
+import Logging
+import NIOCore
+import Synchronization
+
+/// Counts what the server really handled: a request counts only once its
+/// whole body arrived, which is what "the server committed" means here.
+final class EchoRecorder: Sendable {
+    private let bodies = Mutex<[String]>([])
+
+    func record(_ body: String) {
+        self.bodies.withLock { $0.append(body) }
+    }
+
+    var count: Int { self.bodies.withLock { $0.count } }
+    var all: [String] { self.bodies.withLock { $0 } }
+}
+
+/// Runs a Hummingbird server on 127.0.0.1 with an ephemeral port and a
+/// `POST /echo` that records and returns the body, for the duration of `body`.
+@discardableResult
+func withEchoServer<T: Sendable>(
+    _ body: @Sendable (_ port: Int, _ recorder: EchoRecorder) async throws -> T
+) async throws -> T {
+    let recorder = EchoRecorder()
+    let router = Router()
+    router.post("/echo") { request, _ -> Response in
+        let bytes = try await request.body.collect(upTo: 1 << 20)
+        recorder.record(String(buffer: bytes))
+        return Response(status: .ok, body: .init(byteBuffer: bytes))
+    }
+    let (ports, portsContinuation) = AsyncStream.makeStream(of: Int.self)
+    var logger = Logger(label: "echo-server")
+    // Stopping by task cancellation (no ServiceGroup here) makes Hummingbird
+    // log its shutdown at error level; that is expected noise, not a failure.
+    logger.logLevel = .critical
+    let app = Application(
+        router: router,
+        configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+        onServerRunning: { channel in
+            portsContinuation.yield(channel.localAddress?.port ?? 0)
+            portsContinuation.finish()
+        },
+        logger: logger
+    )
+    return try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask {
+            try await app.runService()
+            return nil
+        }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next(), port != 0 else {
+            group.cancelAll()
+            throw EchoServerError.noPort
+        }
+        let result = try await body(port, recorder)
+        group.cancelAll()
+        try await group.waitForAll()
+        return result
+    }
+}
+
+enum EchoServerError: Error {
+    case noPort
+}

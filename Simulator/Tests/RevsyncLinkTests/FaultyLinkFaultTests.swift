@@ -1,0 +1,108 @@
+import AsyncHTTPClient
+import NIOCore
+import RevsyncLink
+import Testing
+
+@Suite("FaultyLink faults")
+struct FaultyLinkFaultTests {
+    /// A profile whose every request meets `fate`.
+    static func always(_ fate: RequestFate, stall: Duration = .seconds(2)) -> LinkProfile {
+        var odds = LinkProfile.FaultOdds()
+        switch fate {
+        case .pass: break
+        case .refuse: odds.refuse = 1
+        case .resetMidRequest: odds.resetMidRequest = 1
+        case .resetMidResponse: odds.resetMidResponse = 1
+        case .stall: odds.stall = 1
+        case .dropAfterCommit: odds.dropAfterCommit = 1
+        case .duplicate: odds.duplicate = 1
+        }
+        return LinkProfile(faults: odds, stallDuration: stall)
+    }
+
+    @Test func refusedConnectionNeverReachesTheServer() async throws {
+        try await withEchoServer { serverPort, recorder in
+            try await withLink(Self.always(.refuse), serverPort: serverPort) { link in
+                try await withClient { client in
+                    await #expect(throws: (any Error).self) { try await echo(client, port: link.port, "hello") }
+                }
+                try await Task.sleep(for: .milliseconds(100))
+                #expect(recorder.count == 0)
+                #expect(link.stats().count(.refuse) == 1)
+            }
+        }
+    }
+
+    @Test func resetMidRequestFailsTheClientAndTheServerNeverHandlesIt() async throws {
+        try await withEchoServer { serverPort, recorder in
+            try await withLink(Self.always(.resetMidRequest), serverPort: serverPort) { link in
+                try await withClient { client in
+                    let body = String(repeating: "x", count: 4_000)
+                    await #expect(throws: (any Error).self) { try await echo(client, port: link.port, body) }
+                }
+                try await Task.sleep(for: .milliseconds(100))
+                #expect(recorder.count == 0)
+                #expect(link.stats().count(.resetMidRequest) == 1)
+            }
+        }
+    }
+
+    @Test func resetMidResponseFailsTheClientAfterTheServerHandledIt() async throws {
+        try await withEchoServer { serverPort, recorder in
+            try await withLink(Self.always(.resetMidResponse), serverPort: serverPort) { link in
+                try await withClient { client in
+                    var request = HTTPClientRequest(url: "http://127.0.0.1:\(link.port)/echo")
+                    request.method = .POST
+                    request.body = .bytes(ByteBuffer(string: String(repeating: "y", count: 4_000)))
+                    // The head arrives whole; the body is cut short by the close.
+                    let response = try await client.execute(request, timeout: .seconds(2))
+                    #expect(response.status == .ok)
+                    await #expect(throws: (any Error).self) { try await response.body.collect(upTo: 1 << 20) }
+                }
+                #expect(recorder.count == 1)
+                #expect(link.stats().count(.resetMidResponse) == 1)
+            }
+        }
+    }
+
+    @Test func droppedAfterCommitIsHandledByTheServerButFailsTheClient() async throws {
+        try await withEchoServer { serverPort, recorder in
+            try await withLink(Self.always(.dropAfterCommit), serverPort: serverPort) { link in
+                try await withClient { client in
+                    await #expect(throws: (any Error).self) { try await echo(client, port: link.port, "committed") }
+                }
+                #expect(recorder.all == ["committed"])
+                #expect(link.stats().count(.dropAfterCommit) == 1)
+            }
+        }
+    }
+
+    @Test func duplicatedRequestReachesTheServerTwiceAndTheClientOnce() async throws {
+        try await withEchoServer { serverPort, recorder in
+            try await withLink(Self.always(.duplicate), serverPort: serverPort) { link in
+                let answer = try await withClient { client in
+                    try await echo(client, port: link.port, "twice")
+                }
+                #expect(answer == "twice")
+                #expect(recorder.all == ["twice", "twice"])
+                #expect(link.stats().count(.duplicate) == 1)
+            }
+        }
+    }
+
+    @Test func stallSurfacesAsTheClientsTimeout() async throws {
+        try await withEchoServer { serverPort, recorder in
+            try await withLink(Self.always(.stall, stall: .seconds(3)), serverPort: serverPort) { link in
+                let started = ContinuousClock.now
+                try await withClient { client in
+                    await #expect(throws: HTTPClientError.deadlineExceeded) {
+                        try await echo(client, port: link.port, "slow", timeout: .milliseconds(300))
+                    }
+                }
+                #expect(ContinuousClock.now - started < .seconds(2))
+                #expect(recorder.count == 1)
+                #expect(link.stats().count(.stall) == 1)
+            }
+        }
+    }
+}

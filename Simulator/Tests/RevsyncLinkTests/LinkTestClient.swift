@@ -1,0 +1,56 @@
+import AsyncHTTPClient
+import NIOCore
+import RevsyncLink
+
+/// A device stand-in: AsyncHTTPClient with short timeouts, always shut down.
+@discardableResult
+func withClient<T: Sendable>(_ body: @Sendable (HTTPClient) async throws -> T) async throws -> T {
+    var configuration = HTTPClient.Configuration()
+    configuration.timeout = .init(connect: .seconds(1), read: .seconds(2))
+    let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    do {
+        let result = try await body(client)
+        try await client.shutdown()
+        return result
+    } catch {
+        try? await client.shutdown()
+        throw error
+    }
+}
+
+/// POSTs `text` to `/echo` through the link and returns the answer's body, or
+/// throws whatever the client saw.
+func echo(_ client: HTTPClient, port: Int, _ text: String, timeout: TimeAmount = .seconds(2)) async throws -> String {
+    var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/echo")
+    request.method = .POST
+    request.body = .bytes(ByteBuffer(string: text))
+    let response = try await client.execute(request, timeout: timeout)
+    let body = try await response.body.collect(upTo: 1 << 20)
+    guard response.status == .ok else { throw UnexpectedStatus(code: response.status.code) }
+    return String(buffer: body)
+}
+
+struct UnexpectedStatus: Error {
+    var code: UInt
+}
+
+/// Starts a link in front of the echo server, runs `body`, then shuts the link down.
+@discardableResult
+func withLink<T: Sendable>(
+    _ profile: LinkProfile,
+    seed: UInt64 = 1,
+    serverPort: Int,
+    onFate: (@Sendable (RequestFate) -> Void)? = nil,
+    _ body: @Sendable (FaultyLink) async throws -> T
+) async throws -> T {
+    let link = try await FaultyLink(profile: profile, seed: seed, targetPort: serverPort, onFate: onFate)
+    do {
+        let result = try await body(link)
+        try await link.shutdown()
+        return result
+    } catch {
+        try? await link.shutdown()
+        throw error
+    }
+}
+
