@@ -81,8 +81,8 @@ struct FaultyLinkBehaviourTests {
     }
 
     @Test func goingOfflineResetsOpenConnections() async throws {
-        // The request sits in the link for a second, so going offline catches it in flight.
-        let profile = LinkProfile(upstreamLatency: .init(base: .seconds(1)))
+        // The request sits in the link for three seconds, so going offline catches it in flight.
+        let profile = LinkProfile(upstreamLatency: .init(base: .seconds(3)))
         try await withEchoServer { serverPort, recorder in
             try await withLink(profile, serverPort: serverPort) { link in
                 try await withClient { client in
@@ -91,7 +91,7 @@ struct FaultyLinkBehaviourTests {
                     try await Task.sleep(for: .milliseconds(200))
                     link.setOffline(true)
                     await #expect(throws: (any Error).self) { try await answer.value }
-                    #expect(ContinuousClock.now - started < .milliseconds(900))
+                    #expect(ContinuousClock.now - started < .milliseconds(2500), "the reset did not cut the delayed request short")
                 }
                 #expect(recorder.count == 0)
                 #expect(link.stats().offlineResets == 1)
@@ -125,16 +125,15 @@ struct FaultyLinkBehaviourTests {
 
     @Test func offlineScheduleTakesTheLinkDownAndBringsItBack() async throws {
         let schedule = OfflineSchedule(
-            online: .milliseconds(200) ... .milliseconds(200),
-            offline: .milliseconds(400) ... .milliseconds(400)
+            online: .milliseconds(300) ... .milliseconds(300),
+            offline: .milliseconds(600) ... .milliseconds(600)
         )
         try await withEchoServer { serverPort, _ in
             try await withLink(.init(offlineSchedule: schedule), serverPort: serverPort) { link in
-                #expect(!link.isOffline)
-                try await Task.sleep(for: .milliseconds(350))
-                #expect(link.isOffline)
-                try await Task.sleep(for: .milliseconds(400))
-                #expect(!link.isOffline)
+                let wentDown = try await eventually { link.isOffline }
+                #expect(wentDown, "the schedule never took the link down")
+                let cameBack = try await eventually { !link.isOffline }
+                #expect(cameBack, "the schedule never brought the link back")
             }
         }
     }
@@ -165,4 +164,14 @@ struct LinkProfileTests {
         var b = SplitMix64(seed: 99)
         #expect((0..<10).map { _ in a.next() } == (0..<10).map { _ in b.next() })
     }
+}
+
+/// Polls `condition` until it holds or a generous deadline passes, so a loaded machine cannot make a test flaky.
+func eventually(within limit: Duration = .seconds(5), _ condition: () -> Bool) async throws -> Bool {
+    let deadline = ContinuousClock.now + limit
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+    return false
 }
