@@ -100,7 +100,10 @@ struct FaultyLinkFaultTests {
                     }
                 }
                 #expect(ContinuousClock.now - started < .seconds(2))
-                #expect(recorder.count == 1)
+                // The link forwards the request while it holds the answer; on a loaded machine the
+                // server may finish reading it only after the client gave up.
+                let handled = try await eventually { recorder.count == 1 }
+                #expect(handled, "the stalled request never reached the server")
                 #expect(link.stats().count(.stall) == 1)
             }
         }
