@@ -67,8 +67,4 @@ public struct AppliedChangeSet: Sendable, Hashable {
         }
         return keys
     }
-
-    public var isEmpty: Bool {
-        created.values.allSatisfy(\.isEmpty) && updated.values.allSatisfy(\.isEmpty) && deleted.values.allSatisfy(\.isEmpty)
-    }
 }

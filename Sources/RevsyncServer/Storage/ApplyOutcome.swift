@@ -41,7 +41,4 @@ public struct CommittedEntry: Sendable {
         self.body = body
         self.authorBody = authorBody
     }
-
-    /// The bytes `device` receives.
-    func bytes(for device: Int64) -> ByteBuffer { device == deviceId ? authorBody : body }
 }
