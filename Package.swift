@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "RevsyncWire", targets: ["RevsyncWire"]),
         .library(name: "RevsyncServer", targets: ["RevsyncServer"]),
         .executable(name: "revsync", targets: ["revsync"]),
+        .executable(name: "revsync-sim", targets: ["revsync-sim"]),
     ],
     dependencies: [
         // Default traits make `swift build` and `swift test` pass different flags,
@@ -114,6 +115,40 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Simulator/Sources/RevsyncLink",
+            swiftSettings: swiftSettings
+        ),
+        // Simulator: virtual devices, workload, server faults, the convergence verdict and the report.
+        .target(
+            name: "RevsyncSim",
+            dependencies: [
+                "RevsyncWire",
+                "RevsyncDevice",
+                "RevsyncLink",
+                "RevsyncRedis",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CompressNIO", package: "compress-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Simulator/Sources/RevsyncSim",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "revsync-sim",
+            dependencies: [
+                "RevsyncSim",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Simulator/Sources/revsync-sim",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RevsyncSimTests",
+            dependencies: ["RevsyncSim", "RevsyncTestSupport"],
+            path: "Simulator/Tests/RevsyncSimTests",
             swiftSettings: swiftSettings
         ),
         .testTarget(

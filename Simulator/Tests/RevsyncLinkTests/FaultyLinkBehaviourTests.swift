@@ -81,17 +81,20 @@ struct FaultyLinkBehaviourTests {
     }
 
     @Test func goingOfflineResetsOpenConnections() async throws {
-        // The request sits in the link for three seconds, so going offline catches it in flight.
-        let profile = LinkProfile(upstreamLatency: .init(base: .seconds(3)))
+        // The request sits in the link for thirty seconds, so going offline catches it in flight.
+        let profile = LinkProfile(upstreamLatency: .init(base: .seconds(30)))
         try await withEchoServer { serverPort, recorder in
             try await withLink(profile, serverPort: serverPort) { link in
                 try await withClient { client in
-                    let started = ContinuousClock.now
-                    let answer = Task { try await echo(client, port: link.port, "in flight") }
-                    try await Task.sleep(for: .milliseconds(200))
+                    let answer = Task { try await echo(client, port: link.port, "in flight", timeout: .seconds(60)) }
+                    // Go offline only once the link holds the request: on a loaded machine the
+                    // client may still be connecting after any fixed pause.
+                    let arrived = try await eventually(within: .seconds(20)) { link.stats().requests == 1 }
+                    #expect(arrived, "the request never reached the link")
+                    let wentOffline = ContinuousClock.now
                     link.setOffline(true)
                     await #expect(throws: (any Error).self) { try await answer.value }
-                    #expect(ContinuousClock.now - started < .milliseconds(2500), "the reset did not cut the delayed request short")
+                    #expect(ContinuousClock.now - wentOffline < .seconds(20), "the reset did not cut the delayed request short")
                 }
                 #expect(recorder.count == 0)
                 #expect(link.stats().offlineResets == 1)
