@@ -94,6 +94,19 @@ public final class FaultyLink: Sendable {
         }
     }
 
+    /// Ends every fault for good: the link goes online, stops its offline
+    /// schedule and passes every request cleanly (latency and bandwidth stay).
+    /// The soak heals its links before draining the devices.
+    public func heal() {
+        self.state.heal()?.cancel()
+        self.logger.debug("link healed")
+    }
+
+    /// Whether `heal()` was called.
+    public var isHealed: Bool {
+        self.state.isHealed
+    }
+
     /// The first `count` scheduled offline windows (start after the link
     /// started, length), or none when the profile has no schedule.
     public func plannedOfflineWindows(count: Int) -> [(start: Duration, length: Duration)] {

@@ -11,14 +11,21 @@ final class LinkState: Sendable {
         var open: [ObjectIdentifier: any Channel] = [:]
         var scheduled: Scheduled<Void>?
         var shutDown = false
+        var healed = false
     }
 
     let profile: LinkProfile
+    /// The profile once healed: the same latency and bandwidth, no faults.
+    private let healedProfile: LinkProfile
     private let inner: Mutex<Inner>
     private let onFate: (@Sendable (RequestFate) -> Void)?
 
     init(profile: LinkProfile, seed: UInt64, onFate: (@Sendable (RequestFate) -> Void)?) {
         self.profile = profile
+        var healedProfile = profile
+        healedProfile.faults = .none
+        healedProfile.offlineSchedule = nil
+        self.healedProfile = healedProfile
         self.inner = Mutex(Inner(rng: SplitMix64(seed: seed)))
         self.onFate = onFate
     }
@@ -27,7 +34,7 @@ final class LinkState: Sendable {
     func decide() -> FateDecision? {
         let decision: FateDecision? = self.inner.withLock { inner in
             if inner.offline { return nil }
-            let decision = FateDecision.draw(self.profile, &inner.rng)
+            let decision = FateDecision.draw(inner.healed ? self.healedProfile : self.profile, &inner.rng)
             inner.stats.fates[decision.fate, default: 0] += 1
             return decision
         }
@@ -55,6 +62,7 @@ final class LinkState: Sendable {
     /// Sets the offline flag; going offline hands back the open connections to reset.
     func setOffline(_ offline: Bool) -> [any Channel] {
         self.inner.withLock { inner in
+            if offline, inner.healed { return [] }
             let wasOffline = inner.offline
             inner.offline = offline
             guard offline, !wasOffline else { return [] }
@@ -63,6 +71,18 @@ final class LinkState: Sendable {
             return channels
         }
     }
+
+    /// From now on: no faults, never offline. Hands back the pending schedule edge to cancel.
+    func heal() -> Scheduled<Void>? {
+        self.inner.withLock { inner in
+            inner.healed = true
+            inner.offline = false
+            defer { inner.scheduled = nil }
+            return inner.scheduled
+        }
+    }
+
+    var isHealed: Bool { self.inner.withLock { $0.healed } }
 
     var isOffline: Bool { self.inner.withLock { $0.offline } }
 

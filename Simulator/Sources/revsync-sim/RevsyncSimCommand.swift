@@ -1,9 +1,155 @@
 import ArgumentParser
+import Foundation
 import RevsyncSim
 
 @main
 struct RevsyncSimCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "revsync-sim", abstract: "The Revsync soak simulator.")
+    static let configuration = CommandConfiguration(
+        commandName: "revsync-sim",
+        abstract: "Soak test: N virtual devices on faulty links against Revsync servers, then a convergence verdict.",
+        discussion: """
+            Creates a fresh database (--database-name) next to --database-url, starts --instances servers, seeds \
+            the dataset, bootstraps the devices from /snapshot, runs the workload with link and server faults, heals, \
+            drains, compares every device with PostgreSQL and writes a JSON and an HTML report to --run-dir. \
+            Exit status: 0 when every check holds, 1 on a violation, 2 when the run could not be carried out.
+            """)
 
-    func run() async throws {}
+    @Option(help: "Virtual devices at the start.")
+    var devices = 50
+
+    @Option(help: "Devices joining during the run (default: a tenth of --devices).")
+    var joining: Int?
+
+    @Option(help: "Length of the workload in minutes (fractions allowed).")
+    var minutes = 2.0
+
+    @Option(help: "Link preset of every device: good, wifi or terrible.")
+    var link = "terrible"
+
+    @Option(help: "Server instances over the same PostgreSQL and Redis; devices are spread across them.")
+    var instances = 1
+
+    @Option(help: "Seed of every random choice (default: random). The run prints it; pass it again to replay.")
+    var seed: UInt64?
+
+    @Option(help: "Records seeded before the devices bootstrap.")
+    var records = 100_000
+
+    @Option(help: "Server-side faults, comma-separated: server-kill, redis-flush, redis-restart, postgres-restart, all or none.")
+    var faults = "server-kill,redis-flush"
+
+    @Option(help: "Devices killed mid-sync and restarted from their file (default: a fifth of --devices).")
+    var crashes: Int?
+
+    @Option(help: "Mean seconds between two actions of one user.")
+    var thinkTime = 4.0
+
+    @Option(help: "Shared records every device keeps editing (the source of conflicts).")
+    var hotSet = 40
+
+    @Option(help: "Seconds every device has after healing to converge; a device still pending then fails the run.")
+    var drainBound = 300.0
+
+    @Option(help: "Devices bootstrapping at once before the run.")
+    var bootstrapConcurrency = 4
+
+    @Option(help: "Where the device files, server logs and reports go (default: reports/soak-<seed>).")
+    var runDir: String?
+
+    @Option(help: "The revsync server executable (default: the one next to this program).")
+    var server: String?
+
+    @Option(help: "PostgreSQL URL (env REVSYNC_DATABASE_URL); the soak's database is created next to it.")
+    var databaseURL: String?
+
+    @Option(help: "Name of the soak's database, dropped and created at the start.")
+    var databaseName = "revsync_soak"
+
+    @Option(help: "Redis URL, or off (env REVSYNC_REDIS_URL).")
+    var redisURL: String?
+
+    @Option(help: "Dataset schema file (env REVSYNC_SCHEMA, default Config/schema.json).")
+    var schema: String?
+
+    @Option(help: "The repository whose Scripts/stack restarts Redis and PostgreSQL (default: the current directory).")
+    var repo: String?
+
+    @Flag(help: "No live progress line.")
+    var quiet = false
+
+    func run() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let seed = self.seed ?? UInt64.random(in: 1...UInt64(Int64.max))
+        guard let databaseURL = databaseURL ?? environment["REVSYNC_DATABASE_URL"] else {
+            throw ValidationError("give --database-url or REVSYNC_DATABASE_URL (Scripts/soak sets it for the project's stack)")
+        }
+        guard let server = server ?? ServerFleetConfiguration.executableNextToThisProgram(named: "revsync") else {
+            throw ValidationError("no revsync executable next to revsync-sim: build it (swift build) or give --server")
+        }
+        let repo = self.repo ?? FileManager.default.currentDirectoryPath
+        let redis = redisURL ?? environment["REVSYNC_REDIS_URL"] ?? "redis://127.0.0.1:6379"
+        let stack = repo + "/Scripts/stack"
+
+        var settings = SoakSettings(
+            seed: seed, runDirectory: runDir ?? "\(repo)/reports/soak-\(seed)", serverExecutable: server,
+            databaseURL: databaseURL, redisURL: redis == "off" ? nil : redis,
+            schemaPath: schema ?? environment["REVSYNC_SCHEMA"] ?? "\(repo)/Config/schema.json",
+            restartRedisCommand: [stack, "restart", "redis"], restartPostgresCommand: [stack, "restart", "postgres"])
+        settings.devices = try positive(devices, "--devices")
+        settings.joiningDevices = joining
+        settings.workload = .seconds(try positive(minutes, "--minutes") * 60)
+        settings.link = link
+        settings.instances = try positive(instances, "--instances")
+        settings.seedRecords = try positive(records, "--records")
+        settings.serverFaults = try Self.parseFaults(faults)
+        settings.deviceCrashes = crashes
+        settings.thinkTime = .seconds(try positive(thinkTime, "--think-time"))
+        settings.hotSetSize = hotSet
+        settings.drainBound = .seconds(try positive(drainBound, "--drain-bound"))
+        settings.bootstrapConcurrency = try positive(bootstrapConcurrency, "--bootstrap-concurrency")
+        settings.databaseName = databaseName
+        settings.showProgress = !quiet
+        settings.replayCommand = replayCommand(seed: seed)
+
+        let report: SoakReport
+        do {
+            report = try await SoakRun(settings: settings).run()
+        } catch {
+            FileHandle.standardError.write(Data("revsync-sim: the run could not be carried out: \(error)\nseed \(seed)\n".utf8))
+            throw ExitCode(2)
+        }
+        FileHandle.standardError.write(Data("seed \(seed) — replay: \(settings.replayCommand)\n".utf8))
+        if !report.verdict.passed { throw ExitCode(1) }
+    }
+
+    static func parseFaults(_ text: String) throws -> Set<FaultKind> {
+        var kinds: Set<FaultKind> = []
+        for name in text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !name.isEmpty {
+            switch name {
+            case "all": kinds.formUnion(FaultKind.serverSide)
+            case "none": continue
+            default:
+                guard let kind = FaultKind(rawValue: name.replacingOccurrences(of: "-", with: "_")), FaultKind.serverSide.contains(kind) else {
+                    throw ValidationError("--faults: unknown fault \"\(name)\"; use server-kill, redis-flush, redis-restart, postgres-restart, all or none")
+                }
+                kinds.insert(kind)
+            }
+        }
+        return kinds
+    }
+
+    private func positive<T: Numeric & Comparable>(_ value: T, _ name: String) throws -> T {
+        guard value > 0 else { throw ValidationError("\(name) must be positive, not \(value)") }
+        return value
+    }
+
+    /// This command line with the seed pinned.
+    private func replayCommand(seed: UInt64) -> String {
+        var arguments = Array(CommandLine.arguments.dropFirst())
+        if let index = arguments.firstIndex(of: "--seed"), index + 1 < arguments.count {
+            arguments.removeSubrange(index...index + 1)
+        }
+        arguments.removeAll { $0.hasPrefix("--seed=") }
+        return (["revsync-sim"] + arguments + ["--seed", String(seed)]).joined(separator: " ")
+    }
 }

@@ -110,4 +110,24 @@ struct FaultyLinkFaultTests {
             }
         }
     }
+
+    @Test func aHealedLinkPassesEveryRequestAndStaysOnline() async throws {
+        try await withEchoServer { serverPort, recorder in
+            try await withLink(Self.always(.resetMidRequest), serverPort: serverPort) { link in
+                try await withClient { client in
+                    await #expect(throws: (any Error).self) { try await echo(client, port: link.port, "broken") }
+                    link.heal()
+                    link.setOffline(true)
+                    #expect(!link.isOffline, "a healed link ignores going offline")
+                    for n in 0..<3 {
+                        let answer = try await echo(client, port: link.port, "healed \(n)", timeout: .seconds(20))
+                        #expect(answer == "healed \(n)")
+                    }
+                }
+                #expect(link.isHealed)
+                #expect(recorder.all == ["healed 0", "healed 1", "healed 2"])
+                #expect(link.stats().count(.pass) == 3)
+            }
+        }
+    }
 }

@@ -67,6 +67,18 @@ public struct LocalSchema: Sendable, Hashable {
 
     public var version: Int { document.version }
 
+    /// The same schema with every operation permitted on every entity: what a
+    /// device whose app skips the local permission check works with (the
+    /// server still enforces the role's permissions and rejects as `forbidden`).
+    public func permittingEverything() -> LocalSchema {
+        var document = self.document
+        for index in document.entities.indices {
+            document.entities[index].permissions = Permissions(create: true, update: true, delete: true)
+        }
+        // The document was valid before; only permissions changed.
+        return (try? LocalSchema(document)) ?? self
+    }
+
     /// Entities in the schema's order.
     public var entities: [EntityDescription] { document.entities }
 

@@ -102,8 +102,9 @@ public actor SyncEngine {
     public func transaction<Value: Sendable>(_ body: @Sendable (Transaction) throws -> Value) async throws -> Value {
         try checkOpen()
         let layout = try requireLayout()
+        let schema = configuration.checksPermissionsLocally ? layout.schema : layout.schema.permittingEverything()
         let result = try await database.writer.write { db in
-            try LocalEdit.perform(on: SQLiteRecordStore(db, layout: layout), schema: layout.schema, body)
+            try LocalEdit.perform(on: SQLiteRecordStore(db, layout: layout), schema: schema, body)
         }
         if let seq = result.changeSet?.seq {
             changeBroadcaster.publish(ChangeEvent(origin: .local(seq: seq), records: result.changes))

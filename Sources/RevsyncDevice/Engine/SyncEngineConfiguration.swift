@@ -8,6 +8,11 @@ public struct SyncEngineConfiguration: Sendable {
     public var pollInterval: Duration = .seconds(30)
     /// Most change sets sent in one request (halved on 413 as needed).
     public var maxChangeSetsPerRequest = 100
+    /// Whether local transactions check the role's permissions from `GET /schema`
+    /// (the default). Off models an app that lets users try anything: the
+    /// server then rejects what the role may not do as `forbidden` and the
+    /// corrective set restores it — the simulator uses this to exercise that path.
+    public var checksPermissionsLocally = true
     public var logger = Logger(label: "revsync.device")
     /// Sleeps for backoff and polling; tests inject a fast or virtual clock.
     /// It should throw `CancellationError` when its task is cancelled.

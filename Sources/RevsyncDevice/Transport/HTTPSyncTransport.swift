@@ -27,6 +27,9 @@ public final class HTTPSyncTransport: SyncTransport {
         /// Largest response body accepted, compressed or inflated.
         public var maxResponseBytes = 1 << 30
         public var logger = Logger(label: "revsync.device.http")
+        /// Told of every finished exchange, successful or not (sizes and duration;
+        /// the simulator's figures). Called on the exchange's task: keep it quick.
+        public var observer: (@Sendable (HTTPExchange) -> Void)?
 
         public init(baseURL: String) {
             self.baseURL = baseURL
@@ -61,10 +64,14 @@ public final class HTTPSyncTransport: SyncTransport {
     public func sync(_ request: SyncRequest, token: String) async throws -> SyncResponse {
         let body = try encode(request)
         do {
-            return try await exchange(.POST, "/sync", token: token, body: body, compress: true, timeout: configuration.requestTimeout)
+            return try await exchange(
+                .POST, "/sync", token: token, body: body, compress: true, timeout: configuration.requestTimeout,
+                changeSets: request.changeSets.count)
         } catch SyncTransportError.unsupportedEncoding {
             // The server could not inflate our gzip: say it once more in plain JSON.
-            return try await exchange(.POST, "/sync", token: token, body: body, compress: false, timeout: configuration.requestTimeout)
+            return try await exchange(
+                .POST, "/sync", token: token, body: body, compress: false, timeout: configuration.requestTimeout,
+                changeSets: request.changeSets.count)
         }
     }
 
@@ -96,7 +103,25 @@ public final class HTTPSyncTransport: SyncTransport {
     }
 
     private func exchange<Answer: Decodable>(
-        _ method: Method, _ path: String, token: String, body: ByteBuffer?, compress: Bool, timeout: Duration
+        _ method: Method, _ path: String, token: String, body: ByteBuffer?, compress: Bool, timeout: Duration,
+        changeSets: Int = 0
+    ) async throws -> Answer {
+        guard let observer = configuration.observer else {
+            var sizes = HTTPExchange(path: path, changeSets: changeSets)
+            return try await exchange(method, path, token: token, body: body, compress: compress, timeout: timeout, sizes: &sizes)
+        }
+        let started = ContinuousClock.now
+        var sizes = HTTPExchange(path: path, changeSets: changeSets)
+        defer {
+            sizes.duration = ContinuousClock.now - started
+            observer(sizes)
+        }
+        return try await exchange(method, path, token: token, body: body, compress: compress, timeout: timeout, sizes: &sizes)
+    }
+
+    private func exchange<Answer: Decodable>(
+        _ method: Method, _ path: String, token: String, body: ByteBuffer?, compress: Bool, timeout: Duration,
+        sizes: inout HTTPExchange
     ) async throws -> Answer {
         var request = HTTPClientRequest(url: base + path)
         switch method {
@@ -107,12 +132,14 @@ public final class HTTPSyncTransport: SyncTransport {
         request.headers.add(name: "Accept", value: "application/json")
         if configuration.acceptGzip { request.headers.add(name: "Accept-Encoding", value: "gzip") }
         if var body {
+            sizes.requestRawBytes = body.readableBytes
             request.headers.add(name: "Content-Type", value: "application/json")
             if compress, let threshold = configuration.compressRequestsFrom, body.readableBytes >= threshold {
                 body = try Gzip.compress(body)
                 request.headers.add(name: "Content-Encoding", value: "gzip")
             }
             request.headers.add(name: "Content-Length", value: String(body.readableBytes))
+            sizes.requestWireBytes = body.readableBytes
             request.body = .bytes(body)
         }
 
@@ -126,6 +153,8 @@ public final class HTTPSyncTransport: SyncTransport {
             contentEncoding = response.headers["Content-Encoding"]
             retryAfter = response.headers["Retry-After"].first
             payload = try await response.body.collect(upTo: configuration.maxResponseBytes)
+            sizes.status = status
+            sizes.responseWireBytes = payload.readableBytes
         } catch let error as CancellationError {
             throw error
         } catch let error as NIOTooManyBytesError {
@@ -142,6 +171,7 @@ public final class HTTPSyncTransport: SyncTransport {
             }
         }
         let bytes = payload.readableBytesView
+        sizes.responseRawBytes = bytes.count
         guard (200..<300).contains(status) else {
             throw ErrorResponseMapper.error(status: status, body: Array(bytes), retryAfter: retryAfter)
         }

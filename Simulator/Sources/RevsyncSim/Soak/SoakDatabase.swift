@@ -1,0 +1,47 @@
+import Foundation
+import Logging
+import PostgresNIO
+import RevsyncServer
+
+/// The soak's own PostgreSQL database, made fresh for every run next to the
+/// database of the URL it was given, and the head revision read while it runs.
+enum SoakDatabase {
+    /// Drops and creates `name` on the PostgreSQL server of `url`; returns its URL.
+    static func recreate(_ name: String, nextTo url: String, logger: Logger) async throws -> String {
+        guard name.allSatisfy({ $0.isLowercase || $0.isNumber || $0 == "_" }), name.first?.isLetter == true else {
+            throw SoakError("the soak database name \"\(name)\" must be lowercase letters, digits and _")
+        }
+        guard var components = URLComponents(string: url) else {
+            throw SoakError("--database-url \"\(url)\" is not a URL like postgres://user@127.0.0.1:5432/db")
+        }
+        try await withClient(url: url, logger: logger) { client in
+            _ = try await client.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)"), logger: logger).collect()
+            _ = try await client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: logger).collect()
+        }
+        components.path = "/" + name
+        guard let soakURL = components.string else { throw SoakError("cannot build a URL for database \(name) from \(url)") }
+        return soakURL
+    }
+
+    /// Runs `body` with a running client on `url`.
+    static func withClient<T: Sendable>(
+        url: String, logger: Logger, _ body: @Sendable (PostgresClient) async throws -> T
+    ) async throws -> T {
+        let client = PostgresClient(configuration: try DatabaseURL.configuration(url, connections: 2), backgroundLogger: logger)
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            defer { group.cancelAll() }
+            return try await body(client)
+        }
+    }
+
+    /// The server's head revision, or nil while PostgreSQL does not answer (e.g. it is restarting).
+    static func head(_ client: PostgresClient, logger: Logger) async -> Int64? {
+        do {
+            let rows = try await client.query("SELECT head FROM revsync_head", logger: logger).collect()
+            return try rows.first?.decode(Int64.self)
+        } catch {
+            return nil
+        }
+    }
+}

@@ -1,0 +1,56 @@
+import Foundation
+import RevsyncLink
+
+extension SoakRun {
+    /// Adds up the devices, the links and the run's own records into the report, and writes it.
+    func makeReport(
+        checks: [VerdictCheck], serverLatency: LatencyPercentiles?, started: ContinuousClock.Instant, startedAt: String
+    ) async throws -> SoakReport {
+        var tally = DeviceTally()
+        var faults = faultCounts
+        for device in devices {
+            tally = tally + (await device.tally)
+            let link = device.link.stats()
+            for (fate, count) in link.fates where fate != .pass {
+                faults[Self.faultName(fate), default: 0] += count
+            }
+        }
+        var checks = checks
+        checks.append(VerdictCheck(
+            name: "faults injected", passed: injectionFailures.isEmpty,
+            detail: injectionFailures.isEmpty
+                ? "\(events.filter { FaultKind(rawValue: $0.kind) != nil }.count) planned faults injected"
+                : injectionFailures.joined(separator: "; ")))
+        var operations = tally.operations
+        operations.bootstraps = max(operations.bootstraps, devices.count)
+        let report = SoakReport(
+            seed: settings.seed,
+            settings: SoakSettingsSummary(
+                devices: settings.devices, joiningDevices: settings.joining, workloadSeconds: settings.workload.inSeconds,
+                link: settings.link, instances: settings.instances, seededRecords: seedIndex.records,
+                serverFaults: settings.effectiveServerFaults.map(\.rawValue).sorted(), replay: settings.replayCommand),
+            startedAt: startedAt, totalSeconds: (clock.now - started).inSeconds, verdict: VerdictSummary(checks: checks),
+            operations: operations, changeSets: tally.changeSets, faults: faults, bytes: stats.bytes,
+            catchUpLatency: CatchUpLatency(devices: stats.catchUpLatency, server: serverLatency),
+            convergence: ConvergenceSummary(
+                secondsToConverge: secondsToConverge, convergedDevices: convergedDevices, devices: devices.count,
+                boundSeconds: settings.drainBound.inSeconds),
+            timeline: timeline, events: events)
+        let paths = try ReportWriter.write(report, to: settings.runDirectory, name: settings.reportName)
+        say(ReportTable.render(report))
+        say("report: \(paths.json)\n        \(paths.html)")
+        return report
+    }
+
+    static func faultName(_ fate: RequestFate) -> String {
+        switch fate {
+        case .pass: "pass"
+        case .refuse: "refuse"
+        case .resetMidRequest: "reset_mid_request"
+        case .resetMidResponse: "reset_mid_response"
+        case .stall: "stall"
+        case .dropAfterCommit: "drop_after_commit"
+        case .duplicate: "duplicate"
+        }
+    }
+}

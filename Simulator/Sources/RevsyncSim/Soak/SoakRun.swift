@@ -1,0 +1,301 @@
+import Foundation
+import Logging
+import PostgresNIO
+import RevsyncDevice
+import RevsyncLink
+
+/// One soak run, phase by phase: a fresh database, the server instances, the
+/// seeded dataset, the devices (bootstrapped from `/snapshot`), the workload
+/// with its faults, healing, the drain, the verdict and the report.
+///
+/// ```swift
+/// let report = try await SoakRun(settings: settings).run()
+/// exit(report.verdict.passed ? 0 : 1)
+/// ```
+public actor SoakRun {
+    public nonisolated let settings: SoakSettings
+    let logger: Logger
+    let stats = ExchangeStats()
+    let clock = ContinuousClock()
+
+    var devices: [VirtualDevice] = []
+    var events: [TimelineEvent] = []
+    var faultCounts: [String: Int] = [:]
+    var timeline: [TimelineSample] = []
+    var head: Int64 = 0
+    var phase = "setup"
+    var workloadStart: ContinuousClock.Instant?
+    var seedIndex = SeedIndex(ids: [:], revision: 0)
+    var hot = HotSet(seed: SeedIndex(ids: [:], revision: 0), size: 0)
+    var secondsToConverge: Double?
+    var convergedDevices = 0
+    var injectionFailures: [String] = []
+    var offlineNow: [Int: Bool] = [:]
+    var progressShown = false
+    var lastProgressPrint = ContinuousClock.now - .seconds(60)
+
+    public init(settings: SoakSettings, logger: Logger = Logger(label: "revsync.sim")) {
+        self.settings = settings
+        self.logger = logger
+    }
+
+    /// Runs the soak and writes its report; throws only when the run could not be carried out.
+    public func run() async throws -> SoakReport {
+        let started = clock.now
+        let startedAt = ISO8601DateFormatter().string(from: Date())
+        let profile = try linkProfile()
+        try FileManager.default.createDirectory(atPath: settings.runDirectory, withIntermediateDirectories: true)
+
+        say("seed \(settings.seed): \(settings.devices) devices (+\(settings.joining) joining), \(settings.link) link, "
+            + "\(settings.instances) instance(s), \(Int(settings.workload.inSeconds)) s, run directory \(settings.runDirectory)")
+        let databaseURL = try await SoakDatabase.recreate(settings.databaseName, nextTo: settings.databaseURL, logger: logger)
+        let fleet = try makeFleet(databaseURL: databaseURL)
+        try await fleet.start()
+        do {
+            let report = try await runAgainst(fleet, databaseURL: databaseURL, profile: profile, started: started, startedAt: startedAt)
+            await fleet.stopAll()
+            return report
+        } catch {
+            for device in devices { await device.shutdown() }
+            await fleet.stopAll()
+            throw error
+        }
+    }
+
+    private func runAgainst(
+        _ fleet: ServerFleet, databaseURL: String, profile: LinkProfile, started: ContinuousClock.Instant, startedAt: String
+    ) async throws -> SoakReport {
+        let adminToken = fleet.configuration.adminToken
+        phase = "seeding"
+        say("seeding about \(settings.seedRecords) records through /sync …")
+        seedIndex = try await DatasetSeeder(baseURL: fleet.baseURL(0), adminToken: adminToken).seed(records: settings.seedRecords, seed: settings.seed)
+        hot = HotSet(seed: seedIndex, size: settings.hotSetSize)
+        head = seedIndex.revision
+        say("seeded \(seedIndex.records) records at revision \(seedIndex.revision); bootstrapping \(settings.devices) devices from /snapshot …")
+
+        let direct = (0..<fleet.count).map { index in
+            HTTPSyncTransport(configuration: .init(baseURL: fleet.baseURL(index)))
+        }
+        defer { for transport in direct { Task { try? await transport.shutdown() } } }
+
+        phase = "bootstrap"
+        let bootstrapStarted = clock.now
+        try await bootstrapDevices(fleet: fleet, direct: direct, adminToken: adminToken, profile: profile)
+        say("bootstrapped \(devices.count) devices in \(format(clock.now - bootstrapStarted))")
+
+        let faults = FaultPlan.make(
+            workload: settings.workload, serverFaults: settings.effectiveServerFaults, instances: fleet.count,
+            devices: settings.devices, joining: settings.joining, crashes: settings.crashes, seed: settings.seed)
+
+        let report: SoakReport = try await SoakDatabase.withClient(url: databaseURL, logger: logger) { client in
+            try await self.workloadHealDrainVerdict(
+                fleet: fleet, client: client, databaseURL: databaseURL, faults: faults, direct: direct, adminToken: adminToken,
+                profile: profile, started: started, startedAt: startedAt)
+        }
+        return report
+    }
+
+    private func workloadHealDrainVerdict(
+        fleet: ServerFleet, client: PostgresClient, databaseURL: String, faults: [ScheduledFault], direct: [HTTPSyncTransport],
+        adminToken: String, profile: LinkProfile, started: ContinuousClock.Instant, startedAt: String
+    ) async throws -> SoakReport {
+        let sampler = Task { await self.sampleEverySecond(client: client) }
+        defer { sampler.cancel() }
+
+        // Workload, with the planned faults injected alongside.
+        workloadStart = clock.now
+        phase = "workload"
+        note("workload", "\(devices.count) devices start working")
+        for device in devices { await device.start(working: true) }
+        let injector = Task {
+            await self.inject(faults, fleet: fleet, direct: direct, adminToken: adminToken, profile: profile)
+        }
+        try? await Task.sleep(for: settings.workload)
+        injector.cancel()
+        await injector.value
+
+        // Heal: every server up, every link clean, no more user actions.
+        phase = "heal"
+        note("heal", "faults end; user actions stop")
+        for device in devices { await device.stopWorking() }
+        try await heal(fleet)
+        for device in devices {
+            device.link.heal()
+            await device.syncEagerly(every: .seconds(1))
+        }
+
+        // Drain: wait until every device sent everything and holds the head.
+        phase = "drain"
+        note("drain", "waiting for \(devices.count) devices to converge (bound \(Int(settings.drainBound.inSeconds)) s)")
+        let stuck = try await drain(client: client)
+        sampler.cancel()
+        await sampler.value
+        if let metrics = fleet.metrics { await metrics.scrapeAll() }
+
+        phase = "verdict"
+        note("verdict", "comparing every device with PostgreSQL")
+        for device in devices { await device.stopSyncing() }
+        let checks = try await verdict(databaseURL: databaseURL, stuck: stuck)
+        let serverLatency = await fleet.metrics?.catchUpLatency()
+        for device in devices { await device.shutdown() }
+        return try await makeReport(
+            checks: checks, serverLatency: serverLatency, started: started, startedAt: startedAt)
+    }
+
+    // MARK: Phases
+
+    private func bootstrapDevices(fleet: ServerFleet, direct: [HTTPSyncTransport], adminToken: String, profile: LinkProfile) async throws {
+        let count = settings.devices
+        var made: [Int: VirtualDevice] = [:]
+        try await withThrowingTaskGroup(of: (Int, VirtualDevice).self) { group in
+            var next = 0
+            func add() {
+                let index = next
+                next += 1
+                group.addTask {
+                    let device = try await self.makeDevice(
+                        index, fleet: fleet, direct: direct, adminToken: adminToken, profile: profile, throughLink: false)
+                    return (index, device)
+                }
+            }
+            while next < min(count, max(1, settings.bootstrapConcurrency)) { add() }
+            while let (index, device) = try await group.next() {
+                made[index] = device
+                if next < count { add() }
+                progressLine(ProgressSnapshot(
+                    elapsedSeconds: 0, phase: "bootstrap \(made.count)/\(count)",
+                    online: 0, offline: 0, pending: 0, headRevision: head, conflicts: 0, errors: 0, acknowledged: 0))
+            }
+        }
+        devices = (0..<count).compactMap { made[$0] }
+        endProgressLine()
+    }
+
+    func makeDevice(
+        _ index: Int, fleet: ServerFleet, direct: [HTTPSyncTransport], adminToken: String, profile: LinkProfile, throughLink: Bool
+    ) async throws -> VirtualDevice {
+        let instance = index % fleet.count
+        // Every tenth device is an admin; a third of the members use an app that skips the local
+        // permission check, so the server's `forbidden` path and its corrective sets get exercised.
+        let role = index % 10 == 0 ? "admin" : "member"
+        let plan = VirtualDevice.Plan(
+            index: index, name: "sim-\(index)", role: role, checksPermissions: role == "admin" || index % 3 != 1,
+            databasePath: settings.runDirectory + "/devices/device-\(index).sqlite",
+            seed: settings.seed &+ UInt64(index) &* 0x9E37_79B9, thinkTime: settings.thinkTime, pollInterval: .seconds(5))
+        try FileManager.default.createDirectory(atPath: settings.runDirectory + "/devices", withIntermediateDirectories: true)
+        try? FileManager.default.removeItem(atPath: plan.databasePath)
+        let port = fleet.configuration.ports[instance]
+        return try await VirtualDevice.make(
+            plan, profile: profile, serverPort: port, direct: direct[instance], adminToken: adminToken,
+            bootstrapThroughLink: throughLink, runner: WorkloadRunner(seed: seedIndex, hot: hot, role: role), stats: stats)
+    }
+
+    /// Starts every stopped instance and waits until Redis and PostgreSQL answer.
+    private func heal(_ fleet: ServerFleet) async throws {
+        for index in 0..<fleet.count where await !fleet.isRunning(index) {
+            try await fleet.restart(index)
+        }
+        let stack = stackControl()
+        try await stack.waitUntilPostgresAnswers()
+        if settings.redisURL != nil { try await stack.waitUntilRedisAnswers() }
+    }
+
+    /// Returns the devices (by index) that had not converged when the bound ran out.
+    private func drain(client: PostgresClient) async throws -> [Int] {
+        let start = clock.now
+        let deadline = start + settings.drainBound
+        while true {
+            let head = await SoakDatabase.head(client, logger: logger) ?? self.head
+            self.head = head
+            var waiting: [Int] = []
+            for (index, device) in devices.enumerated() where await !device.hasConverged(to: head) {
+                waiting.append(index)
+            }
+            convergedDevices = devices.count - waiting.count
+            if waiting.isEmpty {
+                secondsToConverge = (clock.now - start).inSeconds
+                note("drain", "every device converged in \(format(clock.now - start))")
+                return []
+            }
+            if clock.now >= deadline {
+                note("drain", "\(waiting.count) devices did not converge within the bound")
+                return waiting
+            }
+            try await Task.sleep(for: .seconds(1))
+        }
+    }
+
+    private func verdict(databaseURL: String, stuck: [Int]) async throws -> [VerdictCheck] {
+        var acknowledged: Set<ChangeSetRef> = []
+        var regressions: [RevisionRegression] = []
+        for device in devices {
+            for seq in await device.acknowledgedSeqs { acknowledged.insert(ChangeSetRef(device: device.deviceId, seq: seq)) }
+            for (from, to) in await device.regressions {
+                regressions.append(RevisionRegression(device: device.deviceId, from: from, to: to))
+            }
+        }
+        var engines: [any VerdictDevice] = []
+        for device in devices { engines.append(await device.syncEngine) }
+        var checks = try await VerdictGatherer(databaseURL: databaseURL, logger: logger)
+            .checks(devices: engines, acknowledged: acknowledged, regressions: regressions)
+        if !stuck.isEmpty {
+            var details: [String] = []
+            for index in stuck.prefix(5) {
+                let device = devices[index]
+                details.append("\(device.plan.name): pending \(await device.pending), maxRevision \(await device.maxRevision)/\(head), "
+                    + "last error: \(await device.lastError ?? "none")")
+            }
+            checks.append(VerdictCheck(
+                name: "drain", passed: false,
+                detail: "\(stuck.count) of \(devices.count) devices had not converged \(Int(settings.drainBound.inSeconds)) s after healing: "
+                    + details.joined(separator: "; ")))
+        }
+        return checks
+    }
+
+    // MARK: Helpers
+
+    func linkProfile() throws -> LinkProfile {
+        guard let profile = LinkProfile.preset(named: settings.link) else {
+            throw SoakError("--link must be good, wifi or terrible, not \"\(settings.link)\"")
+        }
+        return profile
+    }
+
+    private func makeFleet(databaseURL: String) throws -> ServerFleet {
+        let ports = try settings.serverPorts ?? FreePort.loopback(count: settings.instances)
+        guard ports.count == settings.instances else {
+            throw SoakError("\(settings.instances) instances need \(settings.instances) ports, got \(ports.count)")
+        }
+        let configuration = ServerFleetConfiguration(
+            executable: settings.serverExecutable, ports: ports, databaseURL: databaseURL, redisURL: settings.redisURL,
+            adminToken: "soak-" + UUID().uuidString, schemaPath: settings.schemaPath, runDirectory: settings.runDirectory)
+        return ServerFleet(configuration: configuration, metrics: ServerFleet.scraper(for: configuration))
+    }
+
+    func stackControl() -> StackControl {
+        var stack = StackControl(
+            repositoryRoot: "/", redisURL: settings.redisURL ?? "", databaseURL: settings.databaseURL,
+            logPath: settings.runDirectory + "/stack.log")
+        stack.restartRedisCommand = settings.restartRedisCommand
+        stack.restartPostgresCommand = settings.restartPostgresCommand
+        return stack
+    }
+
+    /// Records a fault or phase on the timeline (and prints it).
+    func note(_ kind: String, _ detail: String) {
+        let t = workloadStart.map { (clock.now - $0).inSeconds } ?? 0
+        events.append(TimelineEvent(t: t, kind: kind, detail: detail))
+        if FaultKind(rawValue: kind) != nil { faultCounts[kind, default: 0] += 1 }
+        endProgressLine()
+        say(String(format: "[%5.0fs] %@: %@", t, kind, detail))
+    }
+
+    nonisolated func say(_ line: String) {
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+
+    func format(_ duration: Duration) -> String {
+        String(format: "%.1f s", duration.inSeconds)
+    }
+}

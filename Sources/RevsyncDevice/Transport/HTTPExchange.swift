@@ -1,0 +1,20 @@
+/// One finished HTTP exchange of `HTTPSyncTransport`, for its `observer`.
+/// Sizes are body bytes; "wire" is as sent (gzip where used), "raw" is the JSON.
+public struct HTTPExchange: Sendable, Hashable {
+    /// `/sync`, `/snapshot`, `/schema` or `/devices`.
+    public var path: String
+    /// Change sets the request carried (`/sync` only).
+    public var changeSets: Int
+    /// The HTTP status; nil when no answer arrived (connection failure, timeout, cancellation).
+    public var status: Int?
+    public var requestRawBytes = 0
+    public var requestWireBytes = 0
+    public var responseWireBytes = 0
+    public var responseRawBytes = 0
+    public var duration: Duration = .zero
+
+    public init(path: String, changeSets: Int) {
+        self.path = path
+        self.changeSets = changeSets
+    }
+}
