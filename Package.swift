@@ -122,6 +122,8 @@ let package = Package(
             name: "RevsyncSim",
             dependencies: [
                 "RevsyncWire",
+                "RevsyncRules",
+                "RevsyncServer",
                 "RevsyncDevice",
                 "RevsyncLink",
                 "RevsyncRedis",

@@ -2,8 +2,9 @@ import Foundation
 import PostgresNIO
 
 /// Turns `postgres://user[:password]@host[:port]/database[?sslmode=…]` into a client configuration.
-enum DatabaseURL {
-    static func configuration(_ text: String, connections: Int) throws -> PostgresClient.Configuration {
+// `package`: the simulator's verdict connects with the same URL rules as the server.
+package enum DatabaseURL {
+    package static func configuration(_ text: String, connections: Int) throws -> PostgresClient.Configuration {
         guard let components = URLComponents(string: text), ["postgres", "postgresql"].contains(components.scheme ?? ""),
             let host = components.host, !host.isEmpty
         else {

@@ -3,13 +3,14 @@ import RevsyncRules
 import RevsyncWire
 
 /// How one entity's records are selected and decoded into contract values.
-struct RecordColumns: Sendable {
-    let entity: Entity
+// `package`: the simulator's verdict reads PostgreSQL's records exactly as the snapshot does.
+package struct RecordColumns: Sendable {
+    package let entity: Entity
     /// `id, revision, "a", ("ts" AT TIME ZONE 'UTC')::text, …` for `FROM "entity" AS t`.
-    let selectList: String
-    let table: String
+    package let selectList: String
+    package let table: String
 
-    init(_ entity: Entity) {
+    package init(_ entity: Entity) {
         self.entity = entity
         self.table = SQLIdentifier.quoted(entity.name)
         let columns = entity.attributes.map { attribute -> String in
@@ -20,7 +21,7 @@ struct RecordColumns: Sendable {
         self.selectList = (["t.id", "t.revision"] + columns).joined(separator: ", ")
     }
 
-    func decode(_ row: PostgresRow) throws -> StoredRecord {
+    package func decode(_ row: PostgresRow) throws -> StoredRecord {
         let cells = row.makeRandomAccess()
         let id = try cells[0].decode(Int64.self)
         let revision = try cells[1].decode(Int64.self)

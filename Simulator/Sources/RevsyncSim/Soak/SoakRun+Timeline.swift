@@ -51,8 +51,11 @@ extension SoakRun {
 
     /// Rewrites the progress line in place on a terminal; elsewhere (CI logs) prints one every ten seconds.
     func progressLine(_ snapshot: ProgressSnapshot) {
+        progressText(ProgressLine.format(snapshot))
+    }
+
+    func progressText(_ line: String) {
         guard settings.showProgress else { return }
-        let line = ProgressLine.format(snapshot)
         if isatty(STDERR_FILENO) != 0 {
             FileHandle.standardError.write(Data(("\r\u{1B}[K" + line).utf8))
             progressShown = true

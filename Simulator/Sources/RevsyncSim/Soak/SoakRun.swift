@@ -36,6 +36,9 @@ public actor SoakRun {
 
     public init(settings: SoakSettings, logger: Logger = Logger(label: "revsync.sim")) {
         self.settings = settings
+        // PostgresNIO warns when a query waits for a connection being made: expected here, and noise.
+        var logger = logger
+        logger.logLevel = max(logger.logLevel, .error)
         self.logger = logger
     }
 
@@ -73,26 +76,31 @@ public actor SoakRun {
         head = seedIndex.revision
         say("seeded \(seedIndex.records) records at revision \(seedIndex.revision); bootstrapping \(settings.devices) devices from /snapshot …")
 
+        // Registration and the first bootstrap go straight to the servers; joiners use these too.
         let direct = (0..<fleet.count).map { index in
             HTTPSyncTransport(configuration: .init(baseURL: fleet.baseURL(index)))
         }
-        defer { for transport in direct { Task { try? await transport.shutdown() } } }
+        do {
+            phase = "bootstrap"
+            let bootstrapStarted = clock.now
+            try await bootstrapDevices(fleet: fleet, direct: direct, adminToken: adminToken, profile: profile)
+            say("bootstrapped \(devices.count) devices in \(format(clock.now - bootstrapStarted))")
 
-        phase = "bootstrap"
-        let bootstrapStarted = clock.now
-        try await bootstrapDevices(fleet: fleet, direct: direct, adminToken: adminToken, profile: profile)
-        say("bootstrapped \(devices.count) devices in \(format(clock.now - bootstrapStarted))")
+            let faults = FaultPlan.make(
+                workload: settings.workload, serverFaults: settings.effectiveServerFaults, instances: fleet.count,
+                devices: settings.devices, joining: settings.joining, crashes: settings.crashes, seed: settings.seed)
 
-        let faults = FaultPlan.make(
-            workload: settings.workload, serverFaults: settings.effectiveServerFaults, instances: fleet.count,
-            devices: settings.devices, joining: settings.joining, crashes: settings.crashes, seed: settings.seed)
-
-        let report: SoakReport = try await SoakDatabase.withClient(url: databaseURL, logger: logger) { client in
-            try await self.workloadHealDrainVerdict(
-                fleet: fleet, client: client, databaseURL: databaseURL, faults: faults, direct: direct, adminToken: adminToken,
-                profile: profile, started: started, startedAt: startedAt)
+            let report: SoakReport = try await SoakDatabase.withClient(url: databaseURL, logger: logger) { client in
+                try await self.workloadHealDrainVerdict(
+                    fleet: fleet, client: client, databaseURL: databaseURL, faults: faults, direct: direct,
+                    adminToken: adminToken, profile: profile, started: started, startedAt: startedAt)
+            }
+            for transport in direct { try? await transport.shutdown() }
+            return report
+        } catch {
+            for transport in direct { try? await transport.shutdown() }
+            throw error
         }
-        return report
     }
 
     private func workloadHealDrainVerdict(
@@ -162,9 +170,7 @@ public actor SoakRun {
             while let (index, device) = try await group.next() {
                 made[index] = device
                 if next < count { add() }
-                progressLine(ProgressSnapshot(
-                    elapsedSeconds: 0, phase: "bootstrap \(made.count)/\(count)",
-                    online: 0, offline: 0, pending: 0, headRevision: head, conflicts: 0, errors: 0, acknowledged: 0))
+                progressText("bootstrap: \(made.count) of \(count) devices loaded the snapshot")
             }
         }
         devices = (0..<count).compactMap { made[$0] }

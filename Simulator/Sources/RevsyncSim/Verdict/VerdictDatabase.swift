@@ -1,0 +1,66 @@
+import Foundation
+import Logging
+import PostgresNIO
+import RevsyncRules
+import RevsyncServer
+
+/// PostgreSQL as the verdict reads it: the server's schema, every entity's
+/// records and the log, through one `PostgresClient` on the server's database.
+public struct VerdictDatabase: Sendable {
+    let client: PostgresClient
+    let logger: Logger
+
+    /// Runs `body` with a client on `url` (the server's `REVSYNC_DATABASE_URL` form),
+    /// running the client while `body` runs.
+    public static func withDatabase<T: Sendable>(
+        url: String, logger: Logger = Logger(label: "revsync.sim.verdict"), _ body: (VerdictDatabase) async throws -> T
+    ) async throws -> T {
+        let client = PostgresClient(configuration: try DatabaseURL.configuration(url, connections: 2), backgroundLogger: logger)
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            defer { group.cancelAll() }
+            return try await body(VerdictDatabase(client: client, logger: logger))
+        }
+    }
+
+    /// Uses a client the caller runs.
+    public init(client: PostgresClient, logger: Logger = Logger(label: "revsync.sim.verdict")) {
+        self.client = client
+        self.logger = logger
+    }
+
+    /// Runs `body` in one REPEATABLE READ snapshot, so that the head, the log and
+    /// every table are seen at the same instant.
+    func inSnapshot<T>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        let logger = self.logger
+        return try await client.withConnection { connection in
+            try await connection.drained("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger)
+            do {
+                let result = try await body(connection)
+                try await connection.drained("COMMIT", logger)
+                return result
+            } catch {
+                try? await connection.drained("ROLLBACK", logger)
+                throw error
+            }
+        }
+    }
+
+    /// The newest dataset schema the server migrated the database to.
+    static func schema(on connection: PostgresConnection, logger: Logger) async throws -> DatasetSchema {
+        let rows = try await connection.query("SELECT version, document FROM revsync_schema ORDER BY version DESC LIMIT 1", logger: logger)
+            .collect()
+        guard let row = rows.first else {
+            throw VerdictError("the database has no dataset schema in revsync_schema: has the server run its migrations?")
+        }
+        let (version, document) = try row.decode((Int, String).self)
+        return try SchemaLoader.load(data: Data(document.utf8), file: "revsync_schema version \(version)")
+    }
+}
+
+extension PostgresConnection {
+    /// Runs a statement and reads (and drops) its rows, so its error is thrown here (PITFALLS.md).
+    func drained(_ query: PostgresQuery, _ logger: Logger) async throws {
+        _ = try await self.query(query, logger: logger).collect()
+    }
+}

@@ -1,0 +1,227 @@
+import Foundation
+import Logging
+import PostgresNIO
+import RevsyncDevice
+import RevsyncServer
+import RevsyncTestSupport
+import RevsyncWire
+import Synchronization
+import Testing
+
+@testable import RevsyncSim
+
+/// The verdict against a real server and PostgreSQL (`withLiveServer`): devices
+/// sync through `HTTPSyncTransport`, every check passes, then PostgreSQL is
+/// corrupted behind the server's back and the matching check fails.
+///
+/// Needs PostgreSQL and Redis: `Scripts/stack start` (or `Scripts/test`).
+@Suite("Verdict against the live server", .serialized)
+struct VerdictLiveTests {
+    @Test(.timeLimit(.minutes(3)))
+    func everyCheckPassesAfterASyncedRunAndEachCorruptionFailsItsCheck() async throws {
+        try await withVerdictDevices { run in
+            let (a, b) = (try await run.device("a"), try await run.device("b"))
+            let (aId, bId) = (try await run.id(of: a), try await run.id(of: b))
+            let team = try await run.seed(on: a)
+            try await run.sync(b)
+
+            // A conflict: both update the team from the same revision; B's is stale.
+            try await a.transaction { tx in try tx.update("teams", id: team, ["city": "York"]) }
+            try await b.transaction { tx in try tx.update("teams", id: team, ["city": "Hull"]) }
+            try await run.sync(a)
+            let conflicts = try await run.sync(b).conflicts
+            #expect(conflicts.map(\.seq) == [1] && conflicts.map(\.reason.code) == [.staleRevision])
+            try await run.sync(a)
+            try await run.sync(b)
+
+            let gatherer = VerdictGatherer(databaseURL: run.databaseURL)
+            let checks = try await gatherer.checks(devices: [a, b], acknowledged: run.acknowledged, regressions: [])
+            #expect(checks.map(\.name) == [
+                "devices equal PostgreSQL", "lost change sets", "duplicate records", "gap-free log", "revision regressions",
+                "rejections delivered", "liveness",
+            ])
+            #expect(checks.allSatisfy { $0.passed }, "\(checks)")
+            let detail = Dictionary(uniqueKeysWithValues: checks.map { ($0.name, $0.detail) })
+            #expect(detail["devices equal PostgreSQL"]?.hasPrefix("2 devices equal to PostgreSQL (13 entities, ") == true)
+            #expect(detail["lost change sets"] == "lost 0 of 2 acknowledged")
+            #expect(detail["gap-free log"] == "revisions 1…2 present once each")
+            #expect(detail["rejections delivered"] == "1 of 1 rejections delivered")
+            #expect(detail["liveness"] == "2 of 2 devices at head 2 with nothing pending")
+
+            // A conflict the device no longer holds was not delivered, as far as the verdict can tell.
+            let stored = try #require(try await b.storedConflicts().last?.id)
+            try await b.dismissConflicts(through: stored)
+            var failed = try await run.violations(devices: [a, b])
+            #expect(failed.keys.sorted() == ["rejections delivered"])
+            #expect(failed["rejections delivered"] == "0 of 1 rejections delivered; not delivered: device \(bId) seq 1 (stale_revision)")
+
+            // A value changed in PostgreSQL: both devices differ, and the record is shown on both sides.
+            try await run.sql("UPDATE teams SET name = 'Corrupted' WHERE id = \(team)")
+            failed = try await run.violations(devices: [a, b])
+            #expect(failed.keys.sorted() == ["devices equal PostgreSQL", "rejections delivered"])
+            let equal = try #require(failed["devices equal PostgreSQL"])
+            #expect(equal.hasPrefix("2 of 2 devices differ (2 entity digests); first: device \(aId), teams: 1 records on both sides, contents differ; "))
+            #expect(equal.contains("teams \(team) differs in name: device {\"id\":\(team),\"revision\":2,\"league_id\":"))
+            #expect(equal.contains("\"name\":\"Owls\""))
+            #expect(equal.contains("; PostgreSQL {\"id\":\(team),\"revision\":2,") && equal.contains("\"name\":\"Corrupted\""))
+
+            // A copy of A's first log entry at a new head: every record it created now has two.
+            let first = try await run.revision(of: aId, seq: 1)
+            try await run.sql(
+                """
+                WITH h AS (UPDATE revsync_head SET head = head + 1 RETURNING head)
+                INSERT INTO revsync_log (revision, device_id, seq, body, author_body)
+                SELECT h.head, l.device_id, NULL, l.body, l.author_body FROM revsync_log AS l, h WHERE l.revision = \(first)
+                """)
+            failed = try await run.violations(devices: [a, b])
+            #expect(failed.keys.sorted() == ["devices equal PostgreSQL", "duplicate records", "liveness", "rejections delivered"])
+            let duplicates = try #require(failed["duplicate records"])
+            #expect(duplicates.hasPrefix("\(run.seededRecords) temporary ids made more than one record: device \(aId) "))
+            #expect(duplicates.contains("at revisions \(first), 3"))
+            #expect(failed["liveness"] == "0 of 2 devices at head 3 with nothing pending; behind: device \(aId) (0 pending, at revision 2); device \(bId) (0 pending, at revision 2)")
+
+            // A log entry removed: a gap, and an acknowledged change set lost.
+            let second = try await run.revision(of: aId, seq: 2)
+            try await run.sql("DELETE FROM revsync_log WHERE revision = \(second)")
+            failed = try await run.violations(devices: [a, b])
+            #expect(failed.keys.sorted() == [
+                "devices equal PostgreSQL", "duplicate records", "gap-free log", "liveness", "lost change sets", "rejections delivered",
+            ])
+            #expect(failed["gap-free log"] == "revisions 1…3: first missing revision \(second) (1 missing)")
+            #expect(failed["lost change sets"] == "lost 1 of 2 acknowledged: device \(aId) seq 2")
+        }
+    }
+
+    @Test(.timeLimit(.minutes(3)))
+    func aPrunedLogStillAccountsForEveryAcknowledgedChangeSet() async throws {
+        try await withVerdictDevices { run in
+            let a = try await run.device("a")
+            _ = try await run.seed(on: a)
+            try await a.transaction { tx in try tx.create("leagues", ["name": "Second"]) }
+            try await run.sync(a)
+            let horizon = try await run.live.server.pruner.pruneOnce()
+            #expect(horizon == 2)
+            let checks = try await VerdictGatherer(databaseURL: run.databaseURL).checks(
+                devices: [a], acknowledged: run.acknowledged, regressions: [RevisionRegression(device: "x", from: 2, to: 1)])
+            #expect(checks.filter { !$0.passed }.map(\.name) == ["revision regressions"], "\(checks)")
+            #expect(checks.first { $0.name == "lost change sets" }?.detail == "lost 0 of 2 acknowledged")
+            #expect(checks.first { $0.name == "gap-free log" }?.detail == "revisions none (head 2) present once each")
+        }
+    }
+}
+
+/// Device engines on SQLite files in a temporary directory, against a live
+/// server, with the (device, seq) pairs they saw acknowledged.
+final class VerdictRun: Sendable {
+    let live: LiveServer
+    let directory: URL
+    private let engines = Mutex<[SyncEngine]>([])
+    private let transports = Mutex<[HTTPSyncTransport]>([])
+    private let acknowledgedPairs = Mutex<Set<ChangeSetRef>>([])
+    /// How many records `seed(on:)` creates.
+    let seededRecords = 9
+
+    init(live: LiveServer) throws {
+        self.live = live
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("revsync-verdict-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    var databaseURL: String { live.server.settings.databaseURL }
+    var acknowledged: Set<ChangeSetRef> { acknowledgedPairs.withLock { $0 } }
+
+    /// An admin device, registered and bootstrapped.
+    func device(_ name: String) async throws -> SyncEngine {
+        var configuration = HTTPSyncTransport.Configuration(baseURL: live.baseURL.absoluteString)
+        configuration.connectTimeout = .seconds(5)
+        configuration.readTimeout = .seconds(30)
+        configuration.requestTimeout = .seconds(30)
+        configuration.snapshotTimeout = .seconds(30)
+        let transport = HTTPSyncTransport(configuration: configuration)
+        transports.withLock { $0.append(transport) }
+        let engine = try SyncEngine(databasePath: directory.appendingPathComponent("\(name).sqlite").path, transport: transport)
+        engines.withLock { $0.append(engine) }
+        try await engine.register(DeviceRegistration(name: name, user: name, role: "admin"), adminToken: live.adminToken)
+        try await sync(engine)
+        return engine
+    }
+
+    func id(of engine: SyncEngine) async throws -> String {
+        try #require(try await engine.status().deviceId)
+    }
+
+    /// Syncs once and keeps the acknowledged pairs.
+    @discardableResult
+    func sync(_ engine: SyncEngine) async throws -> SyncReport {
+        let report = try await engine.syncOnce()
+        let id = try await id(of: engine)
+        acknowledgedPairs.withLock { $0.formUnion(report.acknowledged.map { ChangeSetRef(device: id, seq: $0) }) }
+        return report
+    }
+
+    /// One change set of `seededRecords` creates on `engine`, synced; returns the team's server id.
+    /// Doubles (an integral one among them) and timestamps in a non-canonical form go through every hop.
+    func seed(on engine: SyncEngine) async throws -> Int64 {
+        let team = try await engine.transaction { tx in
+            let league = try tx.create("leagues", ["name": "Premier", "country": "UK"])
+            let team = try tx.create("teams", ["league_id": .integer(league), "name": "Owls", "city": "Leeds"])
+            let player = try tx.create("players", ["team_id": .integer(team), "number": 9_007_199_254_740_993])
+            let screen = try tx.create("screens", ["team_id": .integer(team), "name": "Fitness", "sort_order": 1])
+            let instance = try tx.create(
+                "screen_instances", ["screen_id": .integer(screen), "player_id": .integer(player), "date": "2014-02-01T13:15:23.487+01:00"])
+            try tx.create("screen_instance_items", ["screen_instance_id": .integer(instance), "numeric_value": 2])
+            try tx.create("screen_instance_items", ["screen_instance_id": .integer(instance), "numeric_value": .double(0.1 + 0.2), "text_value": "ünï ✓"])
+            let training = try tx.create("trainings", ["team_id": .integer(team), "starts_at": "2024-03-01T18:00:00Z"])
+            try tx.create("attendances", ["training_id": .integer(training), "player_id": .integer(player), "present": true])
+            return team
+        }
+        let report = try await sync(engine)
+        #expect(report.conflicts.isEmpty && report.acknowledged.count == 1)
+        return try #require(try await engine.record("teams", id: team)?.id)
+    }
+
+    /// Runs SQL on the server's database, behind the server's back.
+    func sql(_ text: String) async throws {
+        try await VerdictDatabase.withDatabase(url: databaseURL) { database in
+            _ = try await database.client.query(PostgresQuery(unsafeSQL: text)).collect()
+        }
+    }
+
+    func revision(of device: String, seq: Int64) async throws -> Int64 {
+        try await VerdictDatabase.withDatabase(url: databaseURL) { database in
+            let rows = try await database.client.query(
+                """
+                SELECT l.revision FROM revsync_log AS l JOIN revsync_devices AS d ON d.id = l.device_id
+                WHERE d.public_id = \(device)::uuid AND l.seq = \(seq)
+                """
+            ).collect()
+            return try #require(try rows.first?.decode(Int64.self))
+        }
+    }
+
+    /// The failed checks, by name, with their details.
+    func violations(devices: [SyncEngine]) async throws -> [String: String] {
+        let checks = try await VerdictGatherer(databaseURL: databaseURL).checks(devices: devices, acknowledged: acknowledged, regressions: [])
+        return Dictionary(uniqueKeysWithValues: checks.filter { !$0.passed }.map { ($0.name, $0.detail) })
+    }
+
+    func shutdown() async {
+        for engine in engines.withLock({ $0 }) { try? await engine.close() }
+        for transport in transports.withLock({ $0 }) { try? await transport.shutdown() }
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+/// Runs `body` against a fresh live server, then closes every engine and transport it made.
+func withVerdictDevices(_ body: @Sendable (VerdictRun) async throws -> Void) async throws {
+    try await withLiveServer { live in
+        let run = try VerdictRun(live: live)
+        do {
+            try await body(run)
+        } catch {
+            await run.shutdown()
+            throw error
+        }
+        await run.shutdown()
+    }
+}
