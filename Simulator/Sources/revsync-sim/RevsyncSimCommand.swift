@@ -26,6 +26,36 @@ struct RevsyncSimCommand: AsyncParsableCommand {
     @Option(help: "Link preset of every device: good, wifi or terrible.")
     var link = "terrible"
 
+    @Option(help: "Link latency each way in ms, over the preset's.")
+    var latency: Double?
+
+    @Option(help: "Extra random latency each way, up to this many ms.")
+    var jitter: Double?
+
+    @Option(help: "Link bandwidth cap in bytes per second each way (0: none).")
+    var bandwidth: Int?
+
+    @Option(help: "Odds per request of a refused connection (0…1).")
+    var refuse: Double?
+
+    @Option(help: "Odds per request of a reset in the middle of the request.")
+    var resetMidRequest: Double?
+
+    @Option(help: "Odds per request of a reset in the middle of the response.")
+    var resetMidResponse: Double?
+
+    @Option(help: "Odds per request of a stall past the device's timeout.")
+    var stall: Double?
+
+    @Option(help: "Odds per request of the response dropped after the server committed.")
+    var dropAfterCommit: Double?
+
+    @Option(help: "Odds per request of the request reaching the server twice.")
+    var duplicate: Double?
+
+    @Option(help: "Offline windows: never, or ONLINE/OFFLINE ranges in seconds, e.g. 20-180/5-120.")
+    var offline: String?
+
     @Option(help: "Server instances over the same PostgreSQL and Redis; devices are spread across them.")
     var instances = 1
 
@@ -99,6 +129,7 @@ struct RevsyncSimCommand: AsyncParsableCommand {
         settings.joiningDevices = joining
         settings.workload = .seconds(try positive(minutes, "--minutes") * 60)
         settings.link = link
+        settings.linkKnobs = try linkKnobs()
         settings.instances = try positive(instances, "--instances")
         settings.seedRecords = try positive(records, "--records")
         settings.serverFaults = try Self.parseFaults(faults)
@@ -120,6 +151,27 @@ struct RevsyncSimCommand: AsyncParsableCommand {
         }
         FileHandle.standardError.write(Data("seed \(seed) — replay: \(settings.replayCommand)\n".utf8))
         if !report.verdict.passed { throw ExitCode(1) }
+    }
+
+    private func linkKnobs() throws -> LinkKnobs {
+        var knobs = LinkKnobs()
+        knobs.latency = latency.map { .milliseconds($0) }
+        knobs.jitter = jitter.map { .milliseconds($0) }
+        knobs.bandwidth = bandwidth
+        for (value, name) in [
+            (refuse, "--refuse"), (resetMidRequest, "--reset-mid-request"), (resetMidResponse, "--reset-mid-response"),
+            (stall, "--stall"), (dropAfterCommit, "--drop-after-commit"), (duplicate, "--duplicate"),
+        ] {
+            if let value, !(0...1).contains(value) { throw ValidationError("\(name) is a probability from 0 to 1, not \(value)") }
+        }
+        knobs.refuse = refuse
+        knobs.resetMidRequest = resetMidRequest
+        knobs.resetMidResponse = resetMidResponse
+        knobs.stall = stall
+        knobs.dropAfterCommit = dropAfterCommit
+        knobs.duplicate = duplicate
+        if let offline { knobs.offline = .some(try LinkKnobs.parseOffline(offline)) }
+        return knobs
     }
 
     static func parseFaults(_ text: String) throws -> Set<FaultKind> {

@@ -27,7 +27,7 @@ extension SoakRun {
             seed: settings.seed,
             settings: SoakSettingsSummary(
                 devices: settings.devices, joiningDevices: settings.joining, workloadSeconds: settings.workload.inSeconds,
-                link: settings.link, instances: settings.instances, seededRecords: seedIndex.records,
+                link: settings.linkKnobs.isEmpty ? settings.link : settings.link + " with changes", instances: settings.instances, seededRecords: seedIndex.records,
                 serverFaults: settings.effectiveServerFaults.map(\.rawValue).sorted(), replay: settings.replayCommand),
             startedAt: startedAt, totalSeconds: (clock.now - started).inSeconds, verdict: VerdictSummary(checks: checks),
             operations: operations, changeSets: tally.changeSets, faults: faults, bytes: stats.bytes,

@@ -265,7 +265,7 @@ public actor SoakRun {
         guard let profile = LinkProfile.preset(named: settings.link) else {
             throw SoakError("--link must be good, wifi or terrible, not \"\(settings.link)\"")
         }
-        return profile
+        return settings.linkKnobs.apply(to: profile)
     }
 
     private func makeFleet(databaseURL: String) throws -> ServerFleet {

@@ -7,6 +7,8 @@ public struct SoakSettings: Sendable {
     public var workload: Duration = .seconds(120)
     /// `good`, `wifi` or `terrible` (RevsyncLink's presets).
     public var link = "terrible"
+    /// Individual link settings over the preset.
+    public var linkKnobs = LinkKnobs()
     public var instances = 1
     public var seed: UInt64
     /// Records seeded before the devices start.
