@@ -229,7 +229,11 @@ final class LinkConnectionHandler: ChannelInboundHandler {
     private func deliver(_ response: UpstreamResponse, exchange: Exchange, cut: Double?) {
         self.exchange = nil
         guard let context = self.context else { return }
-        let delay = exchange.decision.downstreamDelay + self.profile.transferDelay(bytes: response.body.readableBytes)
+        // A body larger than one pacing chunk trickles out at the bandwidth, as over a slow
+        // network, instead of arriving whole after a long silence a device would time out on.
+        let rate = self.profile.bandwidth ?? 0
+        let paced = cut == nil && rate > 0 && response.body.readableBytes > Self.pacingChunk(rate)
+        let delay = exchange.decision.downstreamDelay + (paced ? .zero : self.profile.transferDelay(bytes: response.body.readableBytes))
         var head = response.head
         let bodyless =
             exchange.head.method == .HEAD || head.status == .noContent || head.status == .notModified
@@ -246,8 +250,34 @@ final class LinkConnectionHandler: ChannelInboundHandler {
                 return
             }
             context.write(self.wrapOutboundOut(.head(head)), promise: nil)
+            if paced {
+                self.writePaced(response.body, bytesPerSecond: rate, keepAlive: keepAlive, context: context)
+                return
+            }
             if response.body.readableBytes > 0 {
                 context.write(self.wrapOutboundOut(.body(.byteBuffer(response.body))), promise: nil)
+            }
+            let written = context.writeAndFlush(self.wrapOutboundOut(.end(nil)))
+            if !keepAlive {
+                written.assumeIsolated().whenComplete { _ in self.closeDevice() }
+            }
+        }
+    }
+
+    /// Bytes sent at once when pacing: a tenth of a second's worth, at least 1 KiB.
+    static func pacingChunk(_ bytesPerSecond: Int) -> Int { max(1024, bytesPerSecond / 10) }
+
+    /// Writes `body` a chunk at a time, each once its transfer time has passed, then ends the response.
+    private func writePaced(_ body: ByteBuffer, bytesPerSecond: Int, keepAlive: Bool, context: ChannelHandlerContext) {
+        var rest = body
+        let part = rest.readSlice(length: min(Self.pacingChunk(bytesPerSecond), rest.readableBytes)) ?? ByteBuffer()
+        let pause = TimeAmount.nanoseconds(Int64(Double(part.readableBytes) / Double(bytesPerSecond) * 1_000_000_000))
+        context.eventLoop.assumeIsolated().scheduleTask(in: pause) {
+            guard !self.isClosed else { return }
+            context.writeAndFlush(self.wrapOutboundOut(.body(.byteBuffer(part))), promise: nil)
+            guard rest.readableBytes == 0 else {
+                self.writePaced(rest, bytesPerSecond: bytesPerSecond, keepAlive: keepAlive, context: context)
+                return
             }
             let written = context.writeAndFlush(self.wrapOutboundOut(.end(nil)))
             if !keepAlive {

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import NIOCore
 import RevsyncLink
 import Synchronization
 import Testing
@@ -25,6 +26,29 @@ struct FaultyLinkBehaviourTests {
                     #expect(answer == "slowly")
                     #expect(ContinuousClock.now - started >= .milliseconds(300))
                 }
+            }
+        }
+    }
+
+    @Test func aLargeResponseTricklesOutAtTheCapInsteadOfArrivingWholeLate() async throws {
+        // 120 kB at 40 kB/s: the head comes first, then the body over about three seconds, so a
+        // device's read timeout (time without a byte) does not fire on a slow link.
+        let profile = LinkProfile(bandwidth: 40_000)
+        try await withEchoServer { serverPort, _ in
+            try await withLink(profile, serverPort: serverPort) { link in
+                var configuration = HTTPClient.Configuration()
+                configuration.timeout = .init(connect: .seconds(10), read: .seconds(30))
+                let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+                defer { _ = client.shutdown() }
+                var request = HTTPClientRequest(url: "http://127.0.0.1:\(link.port)/echo")
+                request.method = .POST
+                request.body = .bytes(ByteBuffer(string: String(repeating: "p", count: 120_000)))
+                let response = try await client.execute(request, timeout: .seconds(60))
+                let headArrived = ContinuousClock.now
+                let body = try await response.body.collect(upTo: 1 << 20)
+                let bodyDone = ContinuousClock.now
+                #expect(body.readableBytes == 120_000)
+                #expect(bodyDone - headArrived >= .seconds(2), "the body arrived with the head: not paced")
             }
         }
     }
