@@ -19,13 +19,10 @@ struct HTTPSyncTransportTests {
         defer { server.stop() }
         var configuration = HTTPSyncTransport.Configuration(baseURL: server.baseURL + "/")
         configuration.compressRequestsFrom = 100
-        let transport = HTTPSyncTransport(configuration: configuration)
-
         var pending = ChangeSet(seq: 1)
         pending.create("teams", -1, ["name": .string(String(repeating: "long name ", count: 50))])
         let request = SyncRequest(maxRevision: 7, changeSets: [pending])
-        let response = try await transport.sync(request, token: "secret")
-        try await transport.shutdown()
+        let response = try await withTransport(configuration) { try await $0.sync(request, token: "secret") }
 
         #expect(response.maxRevision == 8)
         #expect(response.changeSets.first?.entities["teams"]?.attributes[40]?[ReservedAttribute.oldId] == -1)
@@ -46,10 +43,11 @@ struct HTTPSyncTransportTests {
             request.path == "/snapshot" ? .init(status: 200, body: Array(snapshot.utf8)) : .init(status: 200, body: Array(#"{"maxRevision":3,"changeSets":[]}"#.utf8))
         }
         defer { server.stop() }
-        let transport = HTTPSyncTransport(configuration: .init(baseURL: server.baseURL))
-        let loaded = try await transport.snapshot(token: "t")
-        _ = try await transport.sync(SyncRequest(maxRevision: 3), token: "t")
-        try await transport.shutdown()
+        let loaded = try await withTransport(.init(baseURL: server.baseURL)) { transport in
+            let loaded = try await transport.snapshot(token: "t")
+            _ = try await transport.sync(SyncRequest(maxRevision: 3), token: "t")
+            return loaded
+        }
         #expect(loaded.changeSets.first?.entities["teams"]?.attributes[5]?["name"] == "Owls")
         #expect(server.requests.first?.method == "GET")
         #expect(server.requests.last?.headers["content-encoding"] == nil)
@@ -66,24 +64,24 @@ struct HTTPSyncTransportTests {
             }
         }
         defer { server.stop() }
-        let transport = HTTPSyncTransport(configuration: .init(baseURL: server.baseURL))
-        func attempt(_ token: String) async -> SyncTransportError? {
-            do {
-                _ = try await transport.sync(SyncRequest(maxRevision: 0), token: token)
-                return nil
-            } catch {
-                return error as? SyncTransportError
+        try await withTransport(.init(baseURL: server.baseURL)) { transport in
+            func attempt(_ token: String) async -> SyncTransportError? {
+                do {
+                    _ = try await transport.sync(SyncRequest(maxRevision: 0), token: token)
+                    return nil
+                } catch {
+                    return error as? SyncTransportError
+                }
+            }
+            #expect(await attempt("gap") == .sequenceGap(expected: 4, message: "want 4"))
+            #expect(await attempt("busy") == .unavailable(retryAfter: .seconds(2), message: "db"))
+            #expect(await attempt("old") == .snapshotRequired(message: "old"))
+            #expect(await attempt("nobody") == .unauthorized(message: "who"))
+            guard case .invalidResponse? = await attempt("garbage") else {
+                Issue.record("a body that is not JSON is an invalid response")
+                return
             }
         }
-        #expect(await attempt("gap") == .sequenceGap(expected: 4, message: "want 4"))
-        #expect(await attempt("busy") == .unavailable(retryAfter: .seconds(2), message: "db"))
-        #expect(await attempt("old") == .snapshotRequired(message: "old"))
-        #expect(await attempt("nobody") == .unauthorized(message: "who"))
-        guard case .invalidResponse? = await attempt("garbage") else {
-            Issue.record("a body that is not JSON is an invalid response")
-            return
-        }
-        try await transport.shutdown()
     }
 
     @Test func noServerIsAConnectionError() async throws {
@@ -92,18 +90,34 @@ struct HTTPSyncTransportTests {
         server.stop()
         var configuration = HTTPSyncTransport.Configuration(baseURL: url)
         configuration.connectTimeout = .milliseconds(500)
-        let transport = HTTPSyncTransport(configuration: configuration)
-        do {
-            _ = try await transport.schema(token: "t")
-            Issue.record("expected a connection error")
-        } catch let error as SyncTransportError {
-            guard case .connection = error else {
-                Issue.record("expected a connection error, got \(error)")
-                try await transport.shutdown()
-                return
+        try await withTransport(configuration) { transport in
+            do {
+                _ = try await transport.schema(token: "t")
+                Issue.record("expected a connection error")
+            } catch let error as SyncTransportError {
+                guard case .connection = error else {
+                    Issue.record("expected a connection error, got \(error)")
+                    return
+                }
+                #expect(error.isRetryable)
             }
-            #expect(error.isRetryable)
         }
+    }
+}
+
+/// Runs `body` with a transport that is shut down however `body` ends: a client
+/// dropped without `shutdown()` is a fatal error in AsyncHTTPClient's debug builds,
+/// which would take every other test down with it.
+func withTransport<T>(
+    _ configuration: HTTPSyncTransport.Configuration, _ body: (HTTPSyncTransport) async throws -> T
+) async throws -> T {
+    let transport = HTTPSyncTransport(configuration: configuration)
+    do {
+        let result = try await body(transport)
         try await transport.shutdown()
+        return result
+    } catch {
+        try? await transport.shutdown()
+        throw error
     }
 }

@@ -55,9 +55,11 @@ final class MiniHTTPServer: Sendable {
         thread.start()
     }
 
+    /// Stops accepting. The accept thread closes the listener itself once its
+    /// `accept` fails: closing it here could let another test reuse the descriptor
+    /// number while this thread is about to accept on it, stealing that test's connections.
     func stop() {
         shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
     }
 
     var baseURL: String { "http://127.0.0.1:\(port)" }
@@ -65,7 +67,10 @@ final class MiniHTTPServer: Sendable {
     private func acceptLoop(_ handler: @escaping @Sendable (Request) -> Response) {
         while true {
             let connection = accept(listener, nil, nil)
-            guard connection >= 0 else { return }
+            guard connection >= 0 else {
+                close(listener)
+                return
+            }
             Thread { [self] in self.serve(connection, handler) }.start()
         }
     }
