@@ -86,7 +86,10 @@ let package = Package(
             name: "revsync",
             dependencies: [
                 "RevsyncServer",
+                "RevsyncWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -26,6 +26,14 @@ public struct ChangeSetValidator: Sendable {
         var result = NormalizedChangeSet(
             seq: changeSet.seq, types: changeSet.types, creates: [], updates: [], deletes: [],
             createdHere: [:], temporaryIdsToResolve: [:])
+        // An empty change set would take a revision for nothing (and let a read-only role grow the log).
+        let operations = changeSet.types.reduce(0) { count, name in
+            let changes = changeSet.entities[name]
+            return count + (changes?.create.count ?? 0) + (changes?.update.count ?? 0) + (changes?.delete.count ?? 0)
+        }
+        guard operations > 0 else {
+            throw invalid(nil, nil, "the change set holds no create, update or delete: send only change sets that change something")
+        }
 
         // Temporary ids created anywhere in the set may be referenced from any entity in it.
         for name in changeSet.types {

@@ -78,6 +78,20 @@ public enum TemporaryIdResolver {
             copy.id = permanent(delete.id)
             resolved.deletes.append(copy)
         }
+        // One record, one name: naming it by its temporary and its permanent id in one set
+        // would make PostgreSQL pick one of two writes while the log merges them.
+        var names: [RecordKey: Int64] = [:]
+        let named = Array(zip(changeSet.updates.map { ($0.entity, $0.id) }, resolved.updates.map(\.id)))
+            + Array(zip(changeSet.deletes.map { ($0.entity, $0.id) }, resolved.deletes.map(\.id)))
+        for ((entity, given), id) in named {
+            let key = RecordKey(entity, id)
+            if let other = names[key], other != given {
+                return .failure(ConflictReason(
+                    code: .invalid, entity: entity, id: given,
+                    message: "\(entity) \(id) is named twice in this change set, as \(other) and as \(given): use one id per record"))
+            }
+            names[key] = given
+        }
         return .success(resolved)
     }
 }

@@ -60,7 +60,7 @@ public struct Server: Sendable {
             authenticator: Authenticator(devices: devices), bodyReader: RequestBodyReader(limits: settings.limits),
             service: SyncService(
                 applier: applier, changeLog: changeLog, corrections: CorrectionReader(database: database, schema: schema),
-                devices: devices, limits: settings.limits, metrics: metrics))
+                ledger: SeqLedger(database: database, schema: schema), limits: settings.limits, metrics: metrics))
         var pruner = LogPruner(database: database, retention: settings.logRetention, interval: settings.pruneInterval)
         if let cache = self.cache {
             pruner.afterPrune = { await cache.reconcile() }
@@ -76,12 +76,17 @@ public struct Server: Sendable {
         let bodyReader = syncEndpoint.bodyReader
         let authenticator = syncEndpoint.authenticator
         SyncController(endpoint: syncEndpoint).addRoutes(to: router)
-        DeviceController(adminToken: settings.adminToken, devices: devices, schema: schema, bodyReader: bodyReader).addRoutes(to: router)
+        let cache = self.cache
+        DeviceController(
+            adminTokens: AdminTokens(inline: settings.adminToken, file: settings.adminTokenFile), devices: devices,
+            authenticator: authenticator, schema: schema, bodyReader: bodyReader,
+            announce: { await cache?.publishDeviceChange() }
+        ).addRoutes(to: router)
         DatasetController(authenticator: authenticator, schema: schema, snapshots: SnapshotStreamer(database: database, schema: schema))
             .addRoutes(to: router)
         OperationsController(database: database, metrics: metrics).addRoutes(to: router)
 
-        var services: [any Service] = [postgres, pruner]
+        var services: [any Service] = [postgres, pruner, DeviceChangeWatcher(devices: devices, feed: cache, logger: logger)]
         if let redis, let cache {
             services += [RedisService(client: redis), CacheReconciler(cache: cache, interval: settings.cacheReconcileInterval)]
         }
@@ -90,7 +95,7 @@ public struct Server: Sendable {
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "revsync"),
             services: services,
             logger: logger)
-        let migrator = self.migrator, logger = self.logger, cache = self.cache
+        let migrator = self.migrator, logger = self.logger
         app.beforeServerStarts {
             if migrate {
                 for step in try await migrator.migrate() { logger.info("migrated", metadata: ["step": .string(step)]) }

@@ -6,6 +6,7 @@ public enum ErrorCode: String, Sendable, Hashable, CaseIterable {
     case forbidden
     case notFound = "not_found"
     case sequenceGap = "sequence_gap"
+    case seqReused = "seq_reused"
     case revisionAhead = "revision_ahead"
     case snapshotRequired = "snapshot_required"
     case tooLarge = "too_large"
@@ -19,7 +20,7 @@ public enum ErrorCode: String, Sendable, Hashable, CaseIterable {
         case .unauthorized: 401
         case .forbidden: 403
         case .notFound: 404
-        case .sequenceGap, .revisionAhead: 409
+        case .sequenceGap, .seqReused, .revisionAhead: 409
         case .snapshotRequired: 410
         case .tooLarge: 413
         case .unsupportedEncoding: 415

@@ -55,12 +55,64 @@ public struct RegisteredDevice: Sendable, Hashable, Codable {
 public struct ErrorBody: Sendable, Hashable, Codable {
     public var error: String
     public var message: String
-    /// The next `seq` the server expects (`sequence_gap` only).
+    /// The next `seq` the server expects (`sequence_gap` and `seq_reused`).
     public var expected: Int64?
+    /// The lowest temporary id the server has mapped for this device, 0 for none
+    /// (`seq_reused`): a restored device moves its new temporary ids below it.
+    public var lowestTemporaryId: Int64?
 
-    public init(error: String, message: String, expected: Int64? = nil) {
+    public init(error: String, message: String, expected: Int64? = nil, lowestTemporaryId: Int64? = nil) {
         self.error = error
         self.message = message
         self.expected = expected
+        self.lowestTemporaryId = lowestTemporaryId
     }
+}
+
+/// The answer to `GET /devices/me` (the calling device) and one row of `GET /devices` (admin).
+public struct DeviceInfo: Sendable, Hashable, Codable {
+    public var deviceId: String
+    public var name: String
+    public var user: String
+    public var role: String
+    /// When the device was registered (ISO 8601, UTC).
+    public var created: String
+    /// The last time the server saw a request with the device's token (ISO 8601, UTC; nil: never),
+    /// to the minute: the server writes it at most once a minute per device.
+    public var lastSeen: String?
+    /// The highest `seq` the server has handled for the device (0: none).
+    public var lastSeq: Int64
+    /// The lowest temporary id the server has mapped for the device (0: none).
+    public var lowestTemporaryId: Int64
+    /// When the device was revoked (admin listing only; nil while it is active).
+    public var revoked: String?
+
+    public init(
+        deviceId: String, name: String, user: String, role: String, created: String, lastSeen: String?,
+        lastSeq: Int64, lowestTemporaryId: Int64, revoked: String? = nil
+    ) {
+        self.deviceId = deviceId
+        self.name = name
+        self.user = user
+        self.role = role
+        self.created = created
+        self.lastSeen = lastSeen
+        self.lastSeq = lastSeq
+        self.lowestTemporaryId = lowestTemporaryId
+        self.revoked = revoked
+    }
+}
+
+/// The body of `PATCH /devices/{id}` (admin).
+public struct DeviceUpdate: Sendable, Hashable, Codable {
+    public var role: String
+
+    public init(role: String) { self.role = role }
+}
+
+/// The answer to `GET /devices` (admin).
+public struct DeviceList: Sendable, Hashable, Codable {
+    public var devices: [DeviceInfo]
+
+    public init(devices: [DeviceInfo]) { self.devices = devices }
 }

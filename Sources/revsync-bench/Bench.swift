@@ -86,7 +86,7 @@ struct Bench {
         try await loadLog(loaderToken: loader, cached: cached)
         print("warming the cache …")
         try await warm(cached, token: reader)
-        let instance = try await SQL.value(on: benchURL, "SELECT instance::text FROM revsync_head", logger: logger)
+        let instance = try await PostgresChangeLog(database: cached.database).instance()
 
         var rows: [CatchUpRow] = []
         for lag: Int64 in [1, 10, 100, 1_000, 10_000] where lag <= revisions {

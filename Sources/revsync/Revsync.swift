@@ -8,7 +8,7 @@ struct Revsync: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "revsync",
         abstract: "The Revsync sync server.",
-        subcommands: [Serve.self, Migrate.self],
+        subcommands: [Serve.self, Migrate.self, Devices.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -50,8 +50,8 @@ struct Serve: AsyncParsableCommand {
         var settings = try common.settings()
         if let listen { try settings.setListen(listen) }
         let logger = common.logger("revsync")
-        if settings.adminToken == nil {
-            logger.warning("REVSYNC_ADMIN_TOKEN is not set: POST /devices is disabled")
+        if settings.adminToken == nil && settings.adminTokenFile == nil {
+            logger.warning("neither REVSYNC_ADMIN_TOKEN nor REVSYNC_ADMIN_TOKEN_FILE is set: the device endpoints are disabled")
         }
         let server = try Server(settings: settings, logger: logger)
         logger.info("serving", metadata: ["address": "\(settings.host):\(settings.port)", "schema": "\(settings.schemaPath)"])

@@ -32,7 +32,7 @@ import Testing
     }
 
     static func keys(_ harness: TestHarness) async throws -> CacheKeys {
-        let instance = try await harness.rows("SELECT instance::text FROM revsync_head").first?.decode(String.self) ?? ""
+        let instance = try await PostgresChangeLog(database: harness.server.database).instance()
         return CacheKeys(prefix: harness.server.settings.cachePrefix, instance: instance)
     }
 

@@ -39,6 +39,8 @@ struct CacheKeys: Sendable {
 
     var head: String { prefix + ":head" }
     var horizon: String { prefix + ":horizon" }
+    /// A counter raised whenever a device is revoked, rotated or changes role.
+    var devices: String { prefix + ":devices" }
     func entry(_ revision: Int64) -> String { prefix + ":e:" + String(revision) }
     func author(_ revision: Int64) -> String { prefix + ":a:" + String(revision) }
 }

@@ -1,3 +1,5 @@
+import Crypto
+import Foundation
 import Logging
 import NIOCore
 import RevsyncRedis
@@ -19,7 +21,7 @@ public final class RedisChangeLog: ChangeLog {
     let health: CacheHealth
     let backfills = BackfillCoordinator()
     /// Set once the database's instance id is known (after migrations).
-    private let keys = Mutex<CacheKeys?>(nil)
+    let keys = Mutex<CacheKeys?>(nil)
     /// A running average of entry sizes, to fit the window into `cacheMaxBytes`.
     private let averageEntryBytes = Mutex<Double>(1024)
 
@@ -74,12 +76,26 @@ public final class RedisChangeLog: ChangeLog {
         }
     }
 
-    /// Moves the cached head and horizon up to PostgreSQL's (never down).
+    /// Moves the cached head and horizon up to PostgreSQL's (never down), and drops the
+    /// cache when it is ahead of PostgreSQL or holds an entry PostgreSQL has differently
+    /// (the database was restored from a backup, or failed over and lost its tail).
     func reconcile() async {
         guard let keys = keys.withLock({ $0 }) else { return }
         do {
-            let state = try await postgres.state()
             guard health.shouldTry else { return }
+            // The cached head is read first: it moves only after a COMMIT, so PostgreSQL's
+            // head read after it is at least as high unless the database went back.
+            let cachedHead = try await redis.get(keys.head).flatMap { Int64(String(buffer: $0)) }
+            let state = try await postgres.state()
+            if let cachedHead, cachedHead > 0 {
+                let matches = try await cachedHead <= state.head ? entryMatches(cachedHead, keys) : false
+                if !matches {
+                    logger.warning(
+                        "the Redis cache does not match PostgreSQL (ahead of it, or an entry differs); dropping it",
+                        metadata: ["cached": "\(cachedHead)", "head": "\(state.head)"])
+                    try await dropAll(keys)
+                }
+            }
             try await raise(state, keys)
             health.succeeded()
         } catch let error as RedisError {
@@ -87,6 +103,15 @@ public final class RedisChangeLog: ChangeLog {
         } catch {
             logger.debug("cache reconciliation skipped", metadata: ["error": "\(error)"])
         }
+    }
+
+    /// Whether the cached entry at `revision` is the one PostgreSQL has (true when either side lacks it).
+    private func entryMatches(_ revision: Int64, _ keys: CacheKeys) async throws -> Bool {
+        guard let value = try await redis.get(keys.entry(revision)), let cached = CachedEntry.decodePublic(value),
+            let stored = try await postgres.bodyDigest(revision)
+        else { return true }
+        let digest = Insecure.MD5.hash(data: Array(cached.body.readableBytesView)).map { String(format: "%02x", $0) }.joined()
+        return digest == stored
     }
 
     private func raise(_ state: LogState, _ keys: CacheKeys) async throws {

@@ -5,8 +5,10 @@ public struct ServerSettings: Sendable {
     public var host = "127.0.0.1"
     public var port = 8080
     public var databaseURL = "postgres://revsync@127.0.0.1:54329/revsync"
-    /// Bearer token for `POST /devices`; nil disables registration.
+    /// Bearer token(s) for the device endpoints, comma-separated; nil (and no file) disables them.
     public var adminToken: String?
+    /// A file of admin tokens, one per line, read on every admin request.
+    public var adminTokenFile: String?
     public var schemaPath = "Config/schema.json"
     public var limits = Limits()
     /// Change sets kept in the log; 0 keeps all. Older ones need a snapshot.
@@ -64,6 +66,7 @@ public struct ServerSettings: Sendable {
         if let listen = value("REVSYNC_LISTEN") { try settings.setListen(listen) }
         if let url = value("REVSYNC_DATABASE_URL") { settings.databaseURL = url }
         settings.adminToken = value("REVSYNC_ADMIN_TOKEN")
+        settings.adminTokenFile = value("REVSYNC_ADMIN_TOKEN_FILE")
         if let path = value("REVSYNC_SCHEMA") { settings.schemaPath = path }
         if let n = try integer("REVSYNC_MAX_BODY_BYTES") { settings.limits.maxBodyBytes = n }
         if let n = try integer("REVSYNC_MAX_INFLATED_BYTES") { settings.limits.maxInflatedBytes = n }

@@ -8,12 +8,15 @@ public struct SyncError: Error, HTTPResponseError, CustomStringConvertible {
     public let code: ErrorCode
     public let message: String
     public var expected: Int64? = nil
+    /// `seq_reused`: the lowest temporary id the device has used on the server.
+    public var lowestTemporaryId: Int64? = nil
     public var retryAfterSeconds: Int? = nil
 
-    public init(_ code: ErrorCode, _ message: String, expected: Int64? = nil, retryAfterSeconds: Int? = nil) {
+    public init(_ code: ErrorCode, _ message: String, expected: Int64? = nil, lowestTemporaryId: Int64? = nil, retryAfterSeconds: Int? = nil) {
         self.code = code
         self.message = message
         self.expected = expected
+        self.lowestTemporaryId = lowestTemporaryId
         self.retryAfterSeconds = retryAfterSeconds
     }
 
@@ -23,7 +26,7 @@ public struct SyncError: Error, HTTPResponseError, CustomStringConvertible {
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         var headers: HTTPFields = [.contentType: "application/json"]
         if let retryAfterSeconds { headers[.retryAfter] = String(retryAfterSeconds) }
-        let body = ErrorBody(error: code.rawValue, message: message, expected: expected)
+        let body = ErrorBody(error: code.rawValue, message: message, expected: expected, lowestTemporaryId: lowestTemporaryId)
         let data = try JSONEncoder().encode(body)
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }

@@ -12,8 +12,12 @@ struct ChangeSetWriter: Sendable {
     let logger: Logger
     let delayBeforeRevision: ApplyDelay?
 
-    func write(_ normalized: NormalizedChangeSet, on connection: PostgresConnection) async throws -> CommittedEntry {
-        let known = try await temporaryIds(Array(normalized.temporaryIdsToResolve.keys) + normalized.creates.map(\.temporaryId), on: connection)
+    /// - Parameters:
+    ///   - known: the device's map for every temporary id the set uses or creates.
+    ///   - digest: the change set's content digest, kept with its seq's outcome.
+    func write(
+        _ normalized: NormalizedChangeSet, known: [Int64: TemporaryIdMapping], digest: [UInt8], on connection: PostgresConnection
+    ) async throws -> CommittedEntry {
         var resolved = try TemporaryIdResolver.resolve(normalized, schema: schema, known: known).get()
 
         // Lock what is updated or deleted, in one global order so writers do not deadlock.
@@ -55,19 +59,7 @@ struct ChangeSetWriter: Sendable {
             try await connection.run("UPDATE revsync_devices SET last_seq = \(seq) WHERE id = \(device.id)", logger)
         }
         if let delayBeforeRevision { await delayBeforeRevision() }
-        return try await stamp(applied, on: connection)
-    }
-
-    private func temporaryIds(_ ids: [Int64], on connection: PostgresConnection) async throws -> [Int64: TemporaryIdMapping] {
-        guard !ids.isEmpty else { return [:] }
-        let rows = try await connection.rows(
-            "SELECT temp_id, entity, id FROM revsync_temp_ids WHERE device_id = \(device.id) AND temp_id = ANY(\(ids))", logger)
-        var known: [Int64: TemporaryIdMapping] = [:]
-        for row in rows {
-            let (temporaryId, entity, id) = try row.decode((Int64, String, Int64).self)
-            known[temporaryId] = TemporaryIdMapping(entity: entity, id: id)
-        }
-        return known
+        return try await stamp(applied, digest: digest, on: connection)
     }
 
     private func checkReferencedRecordsExist(_ keys: Set<RecordKey>, on connection: PostgresConnection) async throws {
@@ -192,7 +184,7 @@ struct ChangeSetWriter: Sendable {
 
     /// Takes the next revision and stamps it on every written record and on the log
     /// entry, in one statement: the revision lock is held only from here to COMMIT.
-    private func stamp(_ applied: AppliedChangeSet, on connection: PostgresConnection) async throws -> CommittedEntry {
+    private func stamp(_ applied: AppliedChangeSet, digest: [UInt8], on connection: PostgresConnection) async throws -> CommittedEntry {
         let bodyBytes = LogEntryEncoder.encode(applied, schema: schema, author: false)
         let authorBytes = LogEntryEncoder.encode(applied, schema: schema, author: true)
         let body = String(decoding: bodyBytes, as: UTF8.self)
@@ -202,6 +194,7 @@ struct ChangeSetWriter: Sendable {
         binds.append(applied.seq)
         binds.append(body)
         binds.append(authorBody)
+        binds.append(ByteBuffer(bytes: digest))
         var sql = "WITH h AS (UPDATE revsync_head SET head = head + 1 WHERE singleton RETURNING head)"
         let written = Dictionary(grouping: applied.writtenKeys, by: \.entity)
         for (index, entity) in written.keys.sorted().enumerated() {
@@ -209,7 +202,7 @@ struct ChangeSetWriter: Sendable {
             sql += ", s\(index) AS (UPDATE \(SQLIdentifier.quoted(entity)) SET revision = (SELECT head FROM h) WHERE id = ANY($\(binds.count)::bigint[]))"
         }
         if applied.seq != nil {
-            sql += ", o AS (INSERT INTO revsync_outcomes (device_id, seq, revision) SELECT $1, $2, head FROM h)"
+            sql += ", o AS (INSERT INTO revsync_outcomes (device_id, seq, revision, digest) SELECT $1, $2, head, $5 FROM h)"
         }
         sql += """
              INSERT INTO revsync_log (revision, device_id, seq, body, author_body)

@@ -81,5 +81,16 @@ enum CoreMigrations {
             "ALTER TABLE revsync_temp_ids ADD COLUMN seq bigint",
             "CREATE INDEX ON revsync_temp_ids (device_id, seq)",
         ]),
+        // A seq names one change set forever: its content's digest is kept with its outcome,
+        // so a different change set under a used seq is refused (`seq_reused`). Rejections
+        // remember the head when they were made, so they are pruned with the log. Devices
+        // can be revoked, and the server notes when it last saw each one.
+        Migration(version: 4, name: "outcome digests, revocation, last seen", statements: [
+            "ALTER TABLE revsync_outcomes ADD COLUMN digest bytea",
+            "ALTER TABLE revsync_outcomes ADD COLUMN head_at bigint",
+            "CREATE INDEX ON revsync_outcomes (head_at) WHERE revision IS NULL",
+            "ALTER TABLE revsync_devices ADD COLUMN revoked_at timestamptz",
+            "ALTER TABLE revsync_devices ADD COLUMN last_seen_at timestamptz",
+        ]),
     ]
 }

@@ -37,6 +37,9 @@ public struct LogPruner: Service {
                 "UPDATE revsync_head SET horizon = GREATEST(horizon, head - \(retention)) RETURNING horizon", logger)
             let horizon = try rows.first?.decode(Int64.self) ?? 0
             try await connection.run("DELETE FROM revsync_log WHERE revision <= \(horizon)", logger)
+            // Rejections made before the horizon go with the log: a device that old bootstraps anew,
+            // and a repeat of such a seq is refused as `seq_reused` (its outcome is no longer kept).
+            try await connection.run("DELETE FROM revsync_outcomes WHERE revision IS NULL AND head_at <= \(horizon)", logger)
             return horizon
         }
         await afterPrune?()

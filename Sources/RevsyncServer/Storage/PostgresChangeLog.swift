@@ -58,13 +58,34 @@ public struct PostgresChangeLog: ChangeLog {
     }
 
     /// The database's instance id, which names its cache keys.
-    func instance() async throws -> String {
+    ///
+    /// The stored uuid alone would be copied by a dump and restore or a template copy,
+    /// and two databases would then share keys; the cluster's system identifier (new with
+    /// every initdb) and the database's oid (new with every CREATE DATABASE) are not.
+    public func instance() async throws -> String {
         let logger = database.logger
         let rows = try await database.withConnection { connection in
-            try await connection.rows("SELECT instance::text FROM revsync_head", logger)
+            try await connection.rows(
+                """
+                SELECT h.instance::text, (SELECT oid::text FROM pg_database WHERE datname = current_database()) FROM revsync_head h
+                """, logger)
         }
         guard let row = rows.first else { throw SyncError(.internal, "revsync_head is empty: run `revsync migrate`") }
-        return try row.decode(String.self)
+        let (uuid, oid) = try row.decode((String, String).self)
+        // Some hosted services refuse pg_control_system(); the oid still tells template copies apart.
+        let system = try? await database.withConnection { connection in
+            try await connection.rows("SELECT system_identifier::text FROM pg_control_system()", logger).first?.decode(String.self)
+        }
+        return [uuid, (system ?? nil) ?? "0", oid].joined(separator: "-")
+    }
+
+    /// The MD5 of the public body of `revision`, or nil when the log no longer has it.
+    func bodyDigest(_ revision: Int64) async throws -> String? {
+        let logger = database.logger
+        let rows = try await database.withConnection { connection in
+            try await connection.rows("SELECT md5(body) FROM revsync_log WHERE revision = \(revision)", logger)
+        }
+        return try rows.first?.decode(String.self)
     }
 
     public func authorEntries(_ revisions: [Int64], for device: Device) async throws -> [LogEntry] {

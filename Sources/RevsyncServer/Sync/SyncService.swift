@@ -9,7 +9,7 @@ struct SyncService: Sendable {
     let applier: ChangeSetApplier
     let changeLog: any ChangeLog
     let corrections: CorrectionReader
-    let devices: DeviceStore
+    let ledger: SeqLedger
     let limits: ServerSettings.Limits
     let metrics: ServerMetrics
 
@@ -20,7 +20,7 @@ struct SyncService: Sendable {
         guard request.changeSets.count <= limits.maxChangeSetsPerRequest else {
             throw SyncError(.tooLarge, "\(request.changeSets.count) change sets in one request; the limit is \(limits.maxChangeSetsPerRequest): send the rest next")
         }
-        try await checkSequence(request.changeSets, device: device)
+        try await ledger.check(request.changeSets, device: device)
         var state = try await changeLog.state()
         // A cached head may lag (or have been set back): ask PostgreSQL before refusing.
         if request.maxRevision > state.head { state = try await changeLog.authoritativeState() }
@@ -86,26 +86,5 @@ struct SyncService: Sendable {
             }
         }
         return correctives
-    }
-
-    /// Change sets with a seq must come in increasing order, and the first new one
-    /// must be the next the server expects; otherwise nothing of the request applies.
-    private func checkSequence(_ changeSets: [ChangeSet], device: Device) async throws {
-        let seqs = changeSets.compactMap(\.seq)
-        guard !seqs.isEmpty else { return }
-        for (previous, next) in zip(seqs, seqs.dropFirst()) where next <= previous {
-            throw SyncError(.invalidRequest, "change set seqs must increase within a request: \(next) follows \(previous)")
-        }
-        guard let first = seqs.first, first >= 1 else {
-            throw SyncError(.invalidRequest, "seq starts at 1")
-        }
-        let last = try await devices.lastSeq(of: device)
-        var expected = last + 1
-        for seq in seqs where seq > last {
-            guard seq == expected else {
-                throw SyncError(.sequenceGap, "change set seq \(seq) skips ahead: the next expected seq is \(expected)", expected: expected)
-            }
-            expected += 1
-        }
     }
 }

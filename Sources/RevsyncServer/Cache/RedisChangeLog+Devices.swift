@@ -1,0 +1,36 @@
+import RevsyncRedis
+
+/// The feed that tells every instance that some device's token or role changed:
+/// one counter in Redis, raised by the instance that made the change and polled by
+/// all of them (`DeviceChangeWatcher`).
+extension RedisChangeLog {
+    struct FeedUnavailable: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// The counter's current value ("0" when it was never raised or Redis was flushed).
+    func deviceChangeVersion() async throws -> String {
+        guard let keys = keys.withLock({ $0 }) else { throw FeedUnavailable(description: "the cache's keys are not known yet") }
+        guard health.shouldTry else { throw FeedUnavailable(description: "Redis is unavailable") }
+        do {
+            let value = try await redis.get(keys.devices)
+            health.succeeded()
+            return value.map { String(buffer: $0) } ?? "0"
+        } catch {
+            health.failed(error)
+            throw error
+        }
+    }
+
+    /// Raises the counter. A failure is logged: the other instances then rely on their
+    /// entries' short lifetime, which they use whenever they cannot read the counter.
+    func publishDeviceChange() async {
+        guard let keys = keys.withLock({ $0 }) else { return }
+        do {
+            _ = try await redis.command(["INCR", keys.devices])
+        } catch {
+            health.failed(error)
+            logger.warning("could not announce a device change on Redis", metadata: ["error": "\(error)"])
+        }
+    }
+}

@@ -1,0 +1,38 @@
+import Foundation
+
+/// The bearer tokens that may manage devices.
+///
+/// Several may be valid at once, so an operator can add a new one, move every tool to
+/// it, then remove the old one: from `REVSYNC_ADMIN_TOKEN` (comma-separated) and from
+/// `REVSYNC_ADMIN_TOKEN_FILE` (one per line, `#` comments). The file is read on every
+/// admin request, so editing it takes effect without a restart.
+struct AdminTokens: Sendable {
+    let inline: [String]
+    let file: String?
+
+    init(inline: String?, file: String?) {
+        self.inline = Self.parse(inline ?? "", separator: ",")
+        self.file = file
+    }
+
+    var isConfigured: Bool { !inline.isEmpty || file != nil }
+
+    /// Whether `token` is one of the admin tokens; compared in constant time against each.
+    func accepts(_ token: String) throws -> Bool {
+        var tokens = inline
+        if let file {
+            guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+                throw SyncError(.internal, "the admin token file \(file) (REVSYNC_ADMIN_TOKEN_FILE) cannot be read")
+            }
+            tokens += Self.parse(text, separator: "\n")
+        }
+        // Every candidate is compared, so the time taken does not tell which one matched.
+        return tokens.map { DeviceStore.constantTimeEqual(token, $0) }.contains(true)
+    }
+
+    static func parse(_ text: String, separator: Character) -> [String] {
+        text.split(separator: separator)
+            .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+            .filter { !$0.isEmpty && !$0.hasPrefix("#") }
+    }
+}

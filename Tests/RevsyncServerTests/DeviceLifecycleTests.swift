@@ -1,0 +1,146 @@
+import Foundation
+import NIOCore
+import RevsyncWire
+import Testing
+@testable import RevsyncServer
+
+/// Listing, revoking, rotating and re-roling devices with the admin token, on every instance.
+@Suite struct DeviceLifecycleTests {
+    static func note(_ seq: Int64) -> ChangeSet {
+        changeSet(seq: seq, ("notes", EntityChanges(create: [-seq], attributes: [-seq: ["body": "n", "pinned": false]])))
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, _ body: ByteBuffer) throws -> T {
+        try JSONDecoder().decode(type, from: Data(body.readableBytesView))
+    }
+
+    @Test func adminListsDevicesWithWhatTheServerKnowsOfThem() async throws {
+        try await withTestServer { harness in
+            let phone = try await harness.register("member", name: "phone")
+            _ = try await harness.sync(phone, from: 0, [Self.note(1), Self.note(2)])
+            let (status, body) = try await harness.raw("/devices", method: .get, token: adminToken)
+            #expect(status == .ok)
+            let listed = try #require(try Self.decode(DeviceList.self, body).devices.first { $0.deviceId == phone.id })
+            #expect(listed.name == "phone")
+            #expect(listed.role == "member")
+            #expect(listed.lastSeq == 2)
+            #expect(listed.lowestTemporaryId == -2)
+            #expect(listed.revoked == nil)
+            // The device asks about itself with its own token.
+            let (meStatus, meBody) = try await harness.raw("/devices/me", method: .get, token: phone.token)
+            #expect(meStatus == .ok)
+            #expect(try Self.decode(DeviceInfo.self, meBody).lastSeq == 2)
+            // A device token cannot list devices.
+            #expect(try await harness.raw("/devices", method: .get, token: phone.token).0 == .unauthorized)
+        }
+    }
+
+    @Test func revokedDeviceIsRefusedEverywhereAndCommitsNothing() async throws {
+        try await withTestServer { harness in
+            let phone = try await harness.register("member", name: "lost phone")
+            _ = try await harness.sync(phone, from: 0, [Self.note(1)])
+            let (status, _) = try await harness.raw("/devices/\(phone.id)", method: .delete, token: adminToken)
+            #expect(status == .noContent)
+            let (syncStatus, syncBody) = try await harness.post(phone, SyncRequest(maxRevision: 0, changeSets: [Self.note(2)]))
+            #expect(syncStatus == .unauthorized)
+            #expect(try harness.error(syncBody).message.contains("revoked"))
+            #expect(try await harness.raw("/snapshot", method: .get, token: phone.token).0 == .unauthorized)
+            #expect(try await harness.count("notes") == 1)
+            let (_, list) = try await harness.raw("/devices", method: .get, token: adminToken)
+            #expect(try Self.decode(DeviceList.self, list).devices.first { $0.deviceId == phone.id }?.revoked != nil)
+            // Unknown or malformed ids are 404.
+            #expect(try await harness.raw("/devices/\(UUID().uuidString)", method: .delete, token: adminToken).0 == .notFound)
+            #expect(try await harness.raw("/devices/not-a-uuid", method: .delete, token: adminToken).0 == .notFound)
+        }
+    }
+
+    @Test func revocationReachesAnotherInstanceWithinOneSecond() async throws {
+        try await withTestServer { harness in
+            let phone = try await harness.register("member", name: "phone")
+            try await harness.withSecondInstance { other in
+                // The other instance has the device cached.
+                _ = try await other.sync(phone, from: 0)
+                // Revoked on the first instance: the second refuses it at once for writes (the
+                // commit checks the device's row) and for every request within a second.
+                #expect(try await harness.raw("/devices/\(phone.id)", method: .delete, token: adminToken).0 == .noContent)
+                let (writeStatus, _) = try await other.post(phone, SyncRequest(maxRevision: 0, changeSets: [Self.note(1)]))
+                #expect(writeStatus == .unauthorized)
+                let started = ContinuousClock.now
+                var refused = false
+                while !refused && ContinuousClock.now - started < .seconds(1) {
+                    refused = try await other.post(phone, SyncRequest(maxRevision: 0)).0 == .unauthorized
+                    if !refused { try await Task.sleep(for: .milliseconds(20)) }
+                }
+                #expect(refused, "the second instance still served the revoked device after one second")
+                #expect(try await harness.count("notes") == 0)
+            }
+        }
+    }
+
+    @Test func revocationReachesAnotherInstanceWithoutRedis() async throws {
+        try await withTestServer(configure: { $0.redisURL = nil }) { harness in
+            let phone = try await harness.register("member", name: "phone")
+            try await harness.withSecondInstance { other in
+                _ = try await other.sync(phone, from: 0)
+                #expect(try await harness.raw("/devices/\(phone.id)", method: .delete, token: adminToken).0 == .noContent)
+                let started = ContinuousClock.now
+                var refused = false
+                // Without the Redis feed, cached devices live at most a second.
+                while !refused && ContinuousClock.now - started < .milliseconds(1500) {
+                    refused = try await other.post(phone, SyncRequest(maxRevision: 0)).0 == .unauthorized
+                    if !refused { try await Task.sleep(for: .milliseconds(20)) }
+                }
+                #expect(refused)
+            }
+        }
+    }
+
+    @Test func rotatedTokenReplacesTheOldOne() async throws {
+        try await withTestServer { harness in
+            let phone = try await harness.register("member", name: "phone")
+            _ = try await harness.sync(phone, from: 0)
+            let (status, body) = try await harness.raw("/devices/\(phone.id)/token", method: .post, token: adminToken)
+            #expect(status == .ok)
+            let rotated = try Self.decode(RegisteredDevice.self, body)
+            #expect(rotated.deviceId == phone.id)
+            #expect(rotated.token != phone.token)
+            #expect(try await harness.post(phone, SyncRequest(maxRevision: 0)).0 == .unauthorized)
+            let renewed = TestDevice(id: phone.id, token: rotated.token)
+            #expect(try await harness.sync(renewed, from: 0, [Self.note(1)]).committed.count == 1)
+        }
+    }
+
+    @Test func roleChangeTakesEffectAtOnce() async throws {
+        try await withTestServer { harness in
+            let phone = try await harness.register("member", name: "phone")
+            _ = try await harness.sync(phone, from: 0, [Self.note(1)])
+            let request = ByteBuffer(string: #"{"role":"viewer"}"#)
+            let (status, body) = try await harness.raw("/devices/\(phone.id)", method: .patch, token: adminToken, body: request)
+            #expect(status == .ok)
+            #expect(try Self.decode(DeviceInfo.self, body).role == "viewer")
+            let refused = try await harness.sync(phone, from: 0, [Self.note(2)])
+            #expect(refused.corrective.first?.reason?.code == .forbidden)
+            let (schemaStatus, schema) = try await harness.raw("/schema", method: .get, token: phone.token)
+            #expect(schemaStatus == .ok)
+            #expect(!String(buffer: schema).contains(#""create":true"#))
+            let unknown = ByteBuffer(string: #"{"role":"emperor"}"#)
+            #expect(try await harness.raw("/devices/\(phone.id)", method: .patch, token: adminToken, body: unknown).0 == .badRequest)
+        }
+    }
+
+    @Test func severalAdminTokensAndATokenFileAreAccepted() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("revsync-admin-\(UUID().uuidString)").path
+        try "# rotated on Monday\nfrom-file-1\n".write(toFile: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        try await withTestServer(configure: { $0.adminToken = "\(adminToken), second-token"; $0.adminTokenFile = file }) { harness in
+            for token in [adminToken, "second-token", "from-file-1"] {
+                #expect(try await harness.raw("/devices", method: .get, token: token).0 == .ok, "\(token)")
+            }
+            #expect(try await harness.raw("/devices", method: .get, token: "from-file-2").0 == .unauthorized)
+            // Editing the file takes effect without a restart.
+            try "from-file-2\n".write(toFile: file, atomically: true, encoding: .utf8)
+            #expect(try await harness.raw("/devices", method: .get, token: "from-file-2").0 == .ok)
+            #expect(try await harness.raw("/devices", method: .get, token: "from-file-1").0 == .unauthorized)
+        }
+    }
+}
