@@ -60,12 +60,16 @@ public struct ErrorBody: Sendable, Hashable, Codable {
     /// The lowest temporary id the server has mapped for this device, 0 for none
     /// (`seq_reused`): a restored device moves its new temporary ids below it.
     public var lowestTemporaryId: Int64?
+    /// The first seq of the request that named a different change set before (`seq_reused`):
+    /// the device renumbers from this one on; earlier ones were true retries.
+    public var seq: Int64?
 
-    public init(error: String, message: String, expected: Int64? = nil, lowestTemporaryId: Int64? = nil) {
+    public init(error: String, message: String, expected: Int64? = nil, lowestTemporaryId: Int64? = nil, seq: Int64? = nil) {
         self.error = error
         self.message = message
         self.expected = expected
         self.lowestTemporaryId = lowestTemporaryId
+        self.seq = seq
     }
 }
 

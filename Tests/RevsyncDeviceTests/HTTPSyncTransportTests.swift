@@ -84,6 +84,32 @@ struct HTTPSyncTransportTests {
         }
     }
 
+    @Test func devicesMeIsAGetWithTheTokenAndSeqReusedCarriesItsNumbers() async throws {
+        let me = DeviceInfo(
+            deviceId: "d-1", name: "ipad", user: "ana", role: "member", created: "2024-01-01T00:00:00Z", lastSeen: nil,
+            lastSeq: 12, lowestTemporaryId: -30)
+        let body = try json(me)
+        let server = try MiniHTTPServer { request in
+            request.path == "/devices/me"
+                ? .init(status: 200, body: body)
+                : .init(status: 409, body: Array(#"{"error":"seq_reused","message":"renumber","expected":13,"lowestTemporaryId":-30}"#.utf8))
+        }
+        defer { server.stop() }
+        let (info, refusal) = try await withTransport(.init(baseURL: server.baseURL)) { transport in
+            let info = try await transport.device(token: "secret")
+            do {
+                _ = try await transport.sync(SyncRequest(maxRevision: 0, changeSets: [ChangeSet(seq: 3)]), token: "secret")
+                return (info, nil as SyncTransportError?)
+            } catch {
+                return (info, error as? SyncTransportError)
+            }
+        }
+        #expect(info == me)
+        #expect(server.requests.first?.method == "GET")
+        #expect(server.requests.first?.headers["authorization"] == "Bearer secret")
+        #expect(refusal == .seqReused(expected: 13, lowestTemporaryId: -30, message: "renumber"))
+    }
+
     @Test func noServerIsAConnectionError() async throws {
         let server = try MiniHTTPServer { _ in .init(status: 200) }
         let url = server.baseURL

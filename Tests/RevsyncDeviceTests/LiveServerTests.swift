@@ -837,3 +837,98 @@ private struct SchemaNames: Decodable {
 
     var entities: [Entity]
 }
+
+// MARK: Restored devices
+
+extension LiveServerTests {
+    /// A phone restored from an old backup of its SQLite file, with its token: its
+    /// counters are behind the server's, so its new edits reuse seqs and temporary
+    /// ids the server already handled as other change sets. The server refuses them
+    /// as `seq_reused`; the engine renumbers them and sends them again.
+    @Test(.timeLimit(.minutes(1)))
+    func aDeviceRestoredFromAnOldCopyOfItsFileLosesNoEditAndAppliesNoneTwice() async throws {
+        try await withLiveDevices { devices in
+            let seed = try await devices.seed()
+            let a = try await devices.bootstrapped("a")
+            try await a.transaction { tx in
+                try tx.create("notes", ["player_id": .integer(seed.player), "body": "before the backup", "pinned": false])
+            }
+            #expect(try await a.syncOnce().acknowledged == [1])
+            // Still pending when the backup is taken: the restored copy sends it again.
+            try await a.transaction { tx in
+                try tx.create("notes", ["player_id": .integer(seed.player), "body": "pending at the backup", "pinned": false])
+            }
+            try await a.close()
+            try copyDatabase(devices.path("a"), to: devices.path("a-backup"))
+
+            // The phone goes on, then is lost.
+            let lost = try devices.open("a")
+            #expect(try await lost.syncOnce().acknowledged == [2])
+            try await lost.transaction { tx in
+                try tx.create("notes", ["player_id": .integer(seed.player), "body": "after the backup", "pinned": true])
+            }
+            try await lost.transaction { tx in try tx.update("players", id: seed.player, ["position": "MF"]) }
+            #expect(try await lost.syncOnce().acknowledged == [3, 4])
+            try await lost.close()
+
+            // The restored phone edits before its first sync: seqs 3 and 4 again, temporary id -3 again.
+            let restored = try devices.open("a-backup")
+            let note = try await restored.transaction { tx in
+                try tx.create("notes", ["player_id": .integer(seed.player), "body": "SECOND different edit", "pinned": false])
+            }
+            #expect(note == -3)
+            try await restored.transaction { tx in try tx.update("teams", id: seed.team, ["city": "Bath"]) }
+            #expect(try await restored.pendingChangeSets().map(\.seq) == [2, 3, 4])
+
+            let report = try await restored.syncOnce()
+            #expect(report.conflicts.isEmpty)
+            #expect(report.acknowledged == [2, 5, 6], "seq 2 is the same change set again; 3 and 4 were renumbered")
+
+            // PostgreSQL, through a raw snapshot: every edit once.
+            let bodies = try await devices.serverRecords("notes").compactMap { $0["body"]?.stringValue }.sorted()
+            #expect(bodies == ["SECOND different edit", "after the backup", "before the backup", "fast", "pending at the backup"])
+            #expect(try await devices.serverRecords("players").first { $0.id == seed.player }?["position"] == "MF")
+            #expect(try await devices.serverRecords("teams").first { $0.id == seed.team }?["city"] == "Bath")
+            let mine = try #require(try await restored.record("notes", id: note), "the app's temporary id still finds its note")
+            #expect(mine.id > 0 && mine["body"] == "SECOND different edit")
+
+            let other = try await devices.bootstrapped("b")
+            #expect(try await other.record("notes", id: mine.id)?["body"] == "SECOND different edit")
+            try await devices.expectConverged(restored, other)
+
+            try await restored.transaction { tx in try tx.update("notes", id: note, ["pinned": true]) }
+            #expect(try await restored.syncOnce().acknowledged == [7])
+            #expect(try await devices.serverRecords("notes").first { $0.id == mine.id }?["pinned"] == true)
+        }
+    }
+
+    /// The same file opened again after its token was handed to a new install: the
+    /// engine asks `GET /devices/me` and numbers new edits after the server's.
+    @Test(.timeLimit(.minutes(1)))
+    func aReinstalledAppGivenItsOldTokenNumbersNewEditsAfterTheServers() async throws {
+        try await withLiveDevices { devices in
+            let seed = try await devices.seed()
+            let first = try await devices.bootstrapped("first")
+            for body in ["one", "two"] {
+                try await first.transaction { tx in
+                    try tx.create("notes", ["player_id": .integer(seed.player), "body": .string(body), "pinned": false])
+                }
+            }
+            #expect(try await first.syncOnce().acknowledged == [1, 2])
+            let token = try #require(await first.token)
+
+            let reinstalled = try devices.open("reinstalled")
+            try await reinstalled.useToken(token, deviceId: await first.deviceId)
+            try await reinstalled.syncOnce()
+            let note = try await reinstalled.transaction { tx in
+                try tx.create("notes", ["player_id": .integer(seed.player), "body": "SECOND different edit", "pinned": false])
+            }
+            #expect(note == -3, "below the server's lowest temporary id for the device")
+            #expect(try await reinstalled.pendingChangeSets().map(\.seq) == [3])
+            let report = try await reinstalled.syncOnce()
+            #expect(report.acknowledged == [3] && report.requests == 1)
+            let bodies = try await devices.serverRecords("notes").compactMap { $0["body"]?.stringValue }.sorted()
+            #expect(bodies == ["SECOND different edit", "fast", "one", "two"])
+        }
+    }
+}

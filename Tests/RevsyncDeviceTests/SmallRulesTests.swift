@@ -19,6 +19,9 @@ struct SmallRulesTests {
         #expect(SyncRecovery.decide(for: .snapshotRequired(message: ""), changeSetCount: 1) == .bootstrap)
         #expect(SyncRecovery.decide(for: .revisionAhead(message: ""), changeSetCount: 1) == .bootstrap)
         #expect(SyncRecovery.decide(for: .sequenceGap(expected: 4, message: ""), changeSetCount: 1) == .renumber(expected: 4))
+        #expect(
+            SyncRecovery.decide(for: .seqReused(expected: 9, lowestTemporaryId: -12, message: ""), changeSetCount: 3)
+                == .repairReusedSeqs(expected: 9, lowestTemporaryId: -12))
         #expect(SyncRecovery.decide(for: .tooLarge(message: ""), changeSetCount: 3) == .shrinkBatch)
         #expect(SyncRecovery.decide(for: .tooLarge(message: ""), changeSetCount: 1) == .fail)
         #expect(SyncRecovery.decide(for: .unavailable(retryAfter: .seconds(2), message: ""), changeSetCount: 1) == .retry(after: .seconds(2)))
@@ -33,6 +36,11 @@ struct SmallRulesTests {
             ErrorResponseMapper.error(status: status, body: Array(body.utf8), retryAfter: retryAfter)
         }
         #expect(map(409, #"{"error":"sequence_gap","message":"m","expected":7}"#) == .sequenceGap(expected: 7, message: "m"))
+        #expect(
+            map(409, #"{"error":"seq_reused","message":"m","expected":7,"lowestTemporaryId":-40}"#)
+                == .seqReused(expected: 7, lowestTemporaryId: -40, message: "m"))
+        #expect(map(409, #"{"error":"seq_reused","message":"m","expected":7}"#).isRetryable, "a seq_reused without its numbers is a broken answer")
+        #expect(!SyncTransportError.seqReused(expected: 7, lowestTemporaryId: 0, message: "m").isRetryable)
         #expect(map(409, #"{"error":"revision_ahead","message":"m"}"#) == .revisionAhead(message: "m"))
         #expect(map(410, #"{"error":"snapshot_required","message":"m"}"#) == .snapshotRequired(message: "m"))
         #expect(map(401, #"{"error":"unauthorized","message":"m"}"#) == .unauthorized(message: "m"))

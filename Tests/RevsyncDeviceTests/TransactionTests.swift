@@ -27,6 +27,23 @@ struct TransactionTests {
         #expect(try store.meta().nextSeq == 1)
     }
 
+    @Test func editsThatCancelOutQueueNoEmptyChangeSet() throws {
+        let store = try seededStore()
+        let result = try edit(store) { tx in
+            try tx.update("teams", id: 10, [:])
+            let league = try tx.create("leagues", ["name": "Gone"])
+            let team = try tx.create("teams", ["league_id": .integer(league), "name": "Gone too"])
+            try tx.update("teams", id: team, ["city": "Nowhere"])
+            try tx.delete("teams", id: team)
+            try tx.delete("leagues", id: league)
+        }
+        #expect(result.changeSet == nil, "the server refuses a change set with no operations")
+        #expect(try store.outbox().isEmpty)
+        #expect(try store.meta().nextSeq == 1)
+        #expect(try store.meta().nextTemporaryId == -1)
+        #expect(try store.records("leagues", matching: .all).map(\.id) == [1])
+    }
+
     @Test func valuesAreCheckedAndCanonicalized() throws {
         let store = try seededStore()
         let id = try edit(store) { tx in

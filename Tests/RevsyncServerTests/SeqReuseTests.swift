@@ -24,6 +24,7 @@ import Testing
             #expect(error.error == "seq_reused")
             #expect(error.expected == 2)
             #expect(error.lowestTemporaryId == -1)
+            #expect(error.seq == 1)
             #expect(try await harness.head() == head)
             #expect(try await harness.count("notes") == 1)
             // Renumbered after the server's counters, the new edits apply.

@@ -65,7 +65,10 @@ struct RevsyncSimCommand: AsyncParsableCommand {
     @Option(help: "Records seeded before the devices bootstrap.")
     var records = 100_000
 
-    @Option(help: "Server-side faults, comma-separated: server-kill, redis-flush, redis-restart, postgres-restart, all or none.")
+    @Option(help: """
+        Faults, comma-separated: server-kill, redis-flush, redis-restart, postgres-restart (server side), \
+        device-restore, device-revoke, device-role-downgrade (device side), all or none.
+        """)
     var faults = "server-kill,redis-flush"
 
     @Option(help: "Devices killed mid-sync and restarted from their file (default: a fifth of --devices).")
@@ -132,7 +135,7 @@ struct RevsyncSimCommand: AsyncParsableCommand {
         settings.linkKnobs = try linkKnobs()
         settings.instances = try positive(instances, "--instances")
         settings.seedRecords = try positive(records, "--records")
-        settings.serverFaults = try Self.parseFaults(faults)
+        settings.faults = try Self.parseFaults(faults)
         settings.deviceCrashes = crashes
         settings.thinkTime = .seconds(try positive(thinkTime, "--think-time"))
         settings.hotSetSize = hotSet
@@ -175,19 +178,11 @@ struct RevsyncSimCommand: AsyncParsableCommand {
     }
 
     static func parseFaults(_ text: String) throws -> Set<FaultKind> {
-        var kinds: Set<FaultKind> = []
-        for name in text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !name.isEmpty {
-            switch name {
-            case "all": kinds.formUnion(FaultKind.serverSide)
-            case "none": continue
-            default:
-                guard let kind = FaultKind(rawValue: name.replacingOccurrences(of: "-", with: "_")), FaultKind.serverSide.contains(kind) else {
-                    throw ValidationError("--faults: unknown fault \"\(name)\"; use server-kill, redis-flush, redis-restart, postgres-restart, all or none")
-                }
-                kinds.insert(kind)
-            }
+        do {
+            return try FaultSelection.parse(text)
+        } catch let error as SoakError {
+            throw ValidationError(error.description)
         }
-        return kinds
     }
 
     private func positive<T: Numeric & Comparable>(_ value: T, _ name: String) throws -> T {

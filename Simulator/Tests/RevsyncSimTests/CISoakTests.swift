@@ -4,13 +4,14 @@ import Testing
 @testable import RevsyncSim
 
 /// The CI soak: 50 devices for 60 s on the terrible link against a real server
-/// process (debug build), one server kill -9 and one Redis FLUSHALL, then the
-/// full verdict. It takes about two minutes of two cores, so it runs alone:
+/// process (debug build), one server kill -9, one Redis FLUSHALL, one device
+/// restored from an older copy of its file, one device revoked and one member
+/// downgraded to viewer, then the full verdict. It takes about two minutes of two cores, so it runs alone:
 /// `Scripts/test` runs it after the other tests with REVSYNC_CI_SOAK=1.
 @Suite(.enabled(if: ProcessInfo.processInfo.environment["REVSYNC_CI_SOAK"] == "1", "set REVSYNC_CI_SOAK=1 (Scripts/test does)"))
 struct CISoakTests {
     @Test(.timeLimit(.minutes(15)))
-    func fiftyDevicesOnTheTerribleLinkThroughAServerKillAndARedisFlushConverge() async throws {
+    func fiftyDevicesOnTheTerribleLinkThroughServerAndDeviceFaultsConverge() async throws {
         guard let server = ServerFleetConfiguration.executableNextToThisProgram(named: "revsync") else {
             Issue.record("no revsync executable next to the test runner: run `swift build --build-tests` first")
             return
@@ -29,7 +30,7 @@ struct CISoakTests {
         settings.workload = .seconds(60)
         settings.link = "terrible"
         settings.seedRecords = 5_000
-        settings.serverFaults = [.serverKill, .redisFlush]
+        settings.faults = [.serverKill, .redisFlush, .deviceRestore, .deviceRevoke, .deviceRoleDowngrade]
         settings.drainBound = .seconds(240)
         settings.showProgress = true
         settings.replayCommand = "REVSYNC_CI_SOAK=1 swift test --filter CISoakTests (seed \(seed))"
@@ -48,6 +49,11 @@ struct CISoakTests {
         #expect(report.faults["redis_flush"] == 1)
         #expect(report.faults["device_crash", default: 0] > 0)
         #expect(report.faults["device_join", default: 0] > 0)
+        #expect(report.faults["device_restore"] == 1)
+        #expect(report.faults["device_revoke"] == 1)
+        #expect(report.faults["device_role_downgrade"] == 1)
+        #expect(report.events.contains { $0.kind == "device_restored" }, "the restore never finished")
+        #expect(report.convergence.revokedDevices == 1)
         #expect(report.changeSets.acknowledged > 100, "the workload barely ran")
         #expect(report.changeSets.rejectedByReason.values.reduce(0, +) > 0, "no conflict happened")
         #expect(report.convergence.convergedDevices == report.convergence.devices)

@@ -96,6 +96,45 @@ import Testing
         #expect(Self.row(table, "CONVERGENCE", "time to converge")?.hasSuffix(" 8.5 s") == true)
     }
 
+    @Test func deviceSideFaultsTheirChecksAndRevokedDevicesShowInTheTablePageAndJSON() throws {
+        var report = Self.sample(checks: [
+            VerdictCheck(name: "acknowledged content", passed: true, detail: "812 of 812 acknowledged change sets hold what their device sent"),
+            VerdictCheck(name: "revoked tokens", passed: false, detail: "1 revoked devices got 2xx answers: device d1: 1 accepted, 3 refused"),
+        ])
+        report.settings.deviceFaults = ["device_restore", "device_revoke", "device_role_downgrade"]
+        report.faults["device_restore"] = 1
+        report.faults["device_revoke"] = 1
+        report.faults["device_role_downgrade"] = 1
+        report.convergence.devices = 49
+        report.convergence.convergedDevices = 49
+        report.convergence.revokedDevices = 1
+
+        let table = ReportTable.render(report)
+        #expect(Self.row(table, "SETTINGS", "device faults")?.hasSuffix("  device_restore, device_revoke, device_role_downgrade") == true)
+        #expect(Self.row(table, "SETTINGS", "server faults")?.hasSuffix("  server_kill") == true)
+        for kind in ["device_restore", "device_revoke", "device_role_downgrade"] {
+            #expect(Self.row(table, "FAULTS INJECTED", kind)?.hasSuffix(" 1") == true, "\(kind)")
+        }
+        #expect(Self.row(table, "CONVERGENCE", "converged devices")?.hasSuffix(" 49/49") == true)
+        #expect(Self.row(table, "CONVERGENCE", "revoked (not compared)")?.hasSuffix(" 1") == true)
+        #expect(Self.line(table, containing: "acknowledged content")?.contains(" ok ") == true)
+        #expect(Self.line(table, containing: "revoked tokens")?.contains(" FAIL ") == true)
+        #expect(Self.row(Self.sampleTable, "CONVERGENCE", "revoked (not compared)") == nil)
+
+        let html = ReportHTML.render(report)
+        #expect(html.contains("<tr><th>device faults</th><td>device_restore, device_revoke, device_role_downgrade</td></tr>"))
+        #expect(html.contains("<tr><th>revoked (not compared)</th><td>1</td></tr>"))
+        #expect(html.contains("<tr><td>revoked tokens</td><td class=\"bad\">FAIL</td>"))
+
+        let json = try JSONEncoder().encode(report)
+        #expect(try JSONDecoder().decode(SoakReport.self, from: json) == report)
+        let text = String(decoding: json, as: UTF8.self)
+        #expect(text.contains("\"deviceFaults\":[\"device_restore\",\"device_revoke\",\"device_role_downgrade\"]"))
+        #expect(text.contains("\"revokedDevices\":1"))
+    }
+
+    static var sampleTable: String { ReportTable.render(sample()) }
+
     @Test func tableAlignsColumns() throws {
         let table = ReportTable.render(Self.sample())
         let stale = try #require(Self.line(table, containing: "stale_revision"))

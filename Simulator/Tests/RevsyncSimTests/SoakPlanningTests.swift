@@ -5,16 +5,16 @@ import Testing
 
 @Suite struct FaultPlanTests {
     @Test func theSameSeedPlansTheSameFaults() {
-        let a = FaultPlan.make(workload: .seconds(120), serverFaults: [.serverKill, .redisFlush], instances: 3, devices: 50, joining: 5, crashes: 10, seed: 9)
-        let b = FaultPlan.make(workload: .seconds(120), serverFaults: [.serverKill, .redisFlush], instances: 3, devices: 50, joining: 5, crashes: 10, seed: 9)
-        let c = FaultPlan.make(workload: .seconds(120), serverFaults: [.serverKill, .redisFlush], instances: 3, devices: 50, joining: 5, crashes: 10, seed: 10)
+        let a = FaultPlan.make(workload: .seconds(120), faults: [.serverKill, .redisFlush], instances: 3, devices: 50, joining: 5, crashes: 10, seed: 9)
+        let b = FaultPlan.make(workload: .seconds(120), faults: [.serverKill, .redisFlush], instances: 3, devices: 50, joining: 5, crashes: 10, seed: 9)
+        let c = FaultPlan.make(workload: .seconds(120), faults: [.serverKill, .redisFlush], instances: 3, devices: 50, joining: 5, crashes: 10, seed: 10)
         #expect(a == b)
         #expect(a != c)
         #expect(a.map(\.at) == a.map(\.at).sorted())
     }
 
     @Test func aShortRunHasEachServerFaultOnceAndEveryCrashAndJoin() {
-        let plan = FaultPlan.make(workload: .seconds(120), serverFaults: [.serverKill, .redisFlush], instances: 1, devices: 50, joining: 5, crashes: 10, seed: 1)
+        let plan = FaultPlan.make(workload: .seconds(120), faults: [.serverKill, .redisFlush], instances: 1, devices: 50, joining: 5, crashes: 10, seed: 1)
         func count(_ kind: FaultKind) -> Int { plan.filter { $0.kind == kind }.count }
         #expect(count(.serverKill) == 1)
         #expect(count(.redisFlush) == 1)
@@ -27,18 +27,94 @@ import Testing
         #expect(joins.allSatisfy { $0.at >= .seconds(12) && $0.at <= .seconds(72) })
         let kill = plan.first { $0.kind == .serverKill }
         #expect(kill?.at == .seconds(42))
-        #expect(kill.map { $0.downtime >= .seconds(2) && $0.downtime <= .seconds(5) } == true)
+        #expect(kill.map { $0.duration >= .seconds(2) && $0.duration <= .seconds(5) } == true)
     }
 
     @Test func aLongRunRepeatsEachServerFaultAtItsPeriod() {
         let plan = FaultPlan.make(
-            workload: .seconds(1800), serverFaults: Set(FaultKind.serverSide), instances: 3, devices: 50, joining: 0, crashes: 0, seed: 2)
+            workload: .seconds(1800), faults: Set(FaultKind.serverSide), instances: 3, devices: 50, joining: 0, crashes: 0, seed: 2)
         func times(_ kind: FaultKind) -> [Duration] { plan.filter { $0.kind == kind }.map(\.at) }
         #expect(times(.serverKill) == [105, 405, 705, 1005, 1305, 1605].map { .seconds($0) })
         #expect(times(.redisFlush) == [210, 630, 1050, 1470].map { .seconds($0) })
         #expect(times(.redisRestart) == [429, 1089].map { .seconds($0) })
         #expect(times(.postgresRestart) == [624, 1404].map { .seconds($0) })
         #expect(plan.filter { $0.kind == .serverKill }.allSatisfy { (0..<3).contains($0.target) })
+        #expect(plan.allSatisfy { !FaultKind.deviceSide.contains($0.kind) })
+    }
+
+    @Test func deviceSideFaultsAreSeededAndEachHitsItsOwnDeviceOnceInAShortRun() {
+        let all = Set(FaultKind.switchable)
+        func plan(_ seed: UInt64) -> [ScheduledFault] {
+            FaultPlan.make(workload: .seconds(60), faults: all, instances: 2, devices: 50, joining: 5, crashes: 10, seed: seed)
+        }
+        let a = plan(4)
+        #expect(a == plan(4))
+        #expect(a != plan(5))
+        let deviceSide = a.filter { FaultKind.deviceSide.contains($0.kind) }
+        #expect(deviceSide.map(\.kind).sorted { $0.rawValue < $1.rawValue } == [.deviceRestore, .deviceRevoke, .deviceRoleDowngrade])
+        #expect(Set(deviceSide.map(\.target)).count == 3, "one device each: \(deviceSide)")
+        #expect(deviceSide.allSatisfy { (0..<50).contains($0.target) })
+        // A device no crash hits, while there are such devices.
+        let crashed = Set(a.filter { $0.kind == .deviceCrash }.map(\.target))
+        #expect(deviceSide.allSatisfy { !crashed.contains($0.target) })
+        for seed in UInt64(1)...40 {
+            let downgrade = plan(seed).first { $0.kind == .deviceRoleDowngrade }
+            #expect(downgrade.map { DeviceRole.of($0.target) } == DeviceRole.member, "seed \(seed): a downgrade picks a member")
+            let restore = plan(seed).first { $0.kind == .deviceRestore }
+            // The copy mid-run, and the restore early enough to keep editing afterwards.
+            #expect(restore.map { $0.at >= .seconds(12) && $0.at <= .seconds(27) } == true, "seed \(seed)")
+            #expect(restore.map { $0.duration >= .seconds(9) && $0.at + $0.duration <= .seconds(42) } == true, "seed \(seed)")
+            let revoke = plan(seed).first { $0.kind == .deviceRevoke }
+            #expect(revoke.map { $0.at >= .seconds(18) && $0.at <= .seconds(36) } == true, "seed \(seed)")
+        }
+    }
+
+    @Test func switchingOnDeviceSideFaultsLeavesTheOtherFaultsOfASeedAsTheyWere() {
+        let server: Set<FaultKind> = [.serverKill, .redisFlush]
+        let without = FaultPlan.make(workload: .seconds(120), faults: server, instances: 2, devices: 50, joining: 5, crashes: 10, seed: 7)
+        let with = FaultPlan.make(
+            workload: .seconds(120), faults: server.union(FaultKind.deviceSide), instances: 2, devices: 50, joining: 5, crashes: 10, seed: 7)
+        #expect(with.filter { !FaultKind.deviceSide.contains($0.kind) } == without)
+        #expect(with.count == without.count + 3)
+    }
+
+    @Test func aLongRunRepeatsDeviceSideFaultsOnOtherDevices() {
+        let plan = FaultPlan.make(
+            workload: .seconds(1800), faults: Set(FaultKind.deviceSide), instances: 1, devices: 200, joining: 0, crashes: 0, seed: 3)
+        func count(_ kind: FaultKind) -> Int { plan.filter { $0.kind == kind }.count }
+        #expect(count(.deviceRestore) == 5)
+        #expect(count(.deviceRevoke) == 3)
+        #expect((3...4).contains(count(.deviceRoleDowngrade)))
+        let targets = plan.map(\.target)
+        #expect(Set(targets).count == targets.count)
+        #expect(plan.allSatisfy { $0.at < .seconds(1620) })
+    }
+
+    @Test func aFewDevicesStillGetEveryDeviceSideFault() {
+        let plan = FaultPlan.make(workload: .seconds(60), faults: Set(FaultKind.deviceSide), instances: 1, devices: 3, joining: 0, crashes: 3, seed: 1)
+            .filter { $0.kind != .deviceCrash }
+        #expect(plan.count == 3)
+        #expect(plan.first { $0.kind == .deviceRoleDowngrade }.map { DeviceRole.of($0.target) } == DeviceRole.member)
+        #expect(FaultPlan.make(workload: .seconds(60), faults: Set(FaultKind.deviceSide), instances: 1, devices: 0, joining: 0, crashes: 0, seed: 1).isEmpty)
+    }
+}
+
+@Suite struct FaultSelectionTests {
+    @Test func allSwitchesOnEveryServerAndDeviceSideFault() throws {
+        #expect(try FaultSelection.parse("all") == Set(FaultKind.switchable))
+        #expect(Set(FaultKind.switchable) == [
+            .serverKill, .redisFlush, .redisRestart, .postgresRestart, .deviceRestore, .deviceRevoke, .deviceRoleDowngrade,
+        ])
+        #expect(try FaultSelection.parse("none").isEmpty)
+        #expect(try FaultSelection.parse("") .isEmpty)
+    }
+
+    @Test func namesAreTheOptionsSpellingOrTheReports() throws {
+        #expect(try FaultSelection.parse("server-kill, device-restore,device-revoke,device_role_downgrade")
+            == [.serverKill, .deviceRestore, .deviceRevoke, .deviceRoleDowngrade])
+        #expect(FaultKind.deviceRoleDowngrade.optionName == "device-role-downgrade")
+        let error = #expect(throws: SoakError.self) { try FaultSelection.parse("device-crash") }
+        #expect(error?.description.contains("device-restore, device-revoke, device-role-downgrade, all or none") == true)
     }
 }
 

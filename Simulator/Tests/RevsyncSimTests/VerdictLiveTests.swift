@@ -35,15 +35,18 @@ struct VerdictLiveTests {
             try await run.sync(b)
 
             let gatherer = VerdictGatherer(databaseURL: run.databaseURL)
-            let checks = try await gatherer.checks(devices: [a, b], acknowledged: run.acknowledged, regressions: [])
+            let checks = try await gatherer.checks(
+                devices: [a, b], acknowledged: run.acknowledged, regressions: [], acknowledgedContent: try await run.acknowledgedContent())
             #expect(checks.map(\.name) == [
-                "devices equal PostgreSQL", "lost change sets", "duplicate records", "gap-free log", "revision regressions",
-                "rejections delivered", "liveness",
+                "devices equal PostgreSQL", "lost change sets", "acknowledged content", "duplicate records", "gap-free log",
+                "revision regressions", "rejections delivered", "revoked tokens", "liveness",
             ])
             #expect(checks.allSatisfy { $0.passed }, "\(checks)")
             let detail = Dictionary(uniqueKeysWithValues: checks.map { ($0.name, $0.detail) })
             #expect(detail["devices equal PostgreSQL"]?.hasPrefix("2 devices equal to PostgreSQL (13 entities, ") == true)
             #expect(detail["lost change sets"] == "lost 0 of 2 acknowledged")
+            #expect(detail["acknowledged content"] == "2 of 2 acknowledged change sets hold what their device sent")
+            #expect(detail["revoked tokens"] == "no device revoked")
             #expect(detail["gap-free log"] == "revisions 1…2 present once each")
             #expect(detail["rejections delivered"] == "1 of 1 rejections delivered")
             #expect(detail["liveness"] == "2 of 2 devices at head 2 with nothing pending")
@@ -80,15 +83,96 @@ struct VerdictLiveTests {
             #expect(duplicates.contains("at revisions \(first), 3"))
             #expect(failed["liveness"] == "0 of 2 devices at head 3 with nothing pending; behind: device \(aId) (0 pending, at revision 2); device \(bId) (0 pending, at revision 2)")
 
-            // A log entry removed: a gap, and an acknowledged change set lost.
+            // A log entry that no longer holds what A sent under its seq.
             let second = try await run.revision(of: aId, seq: 2)
+            try await run.sql("UPDATE revsync_log SET author_body = replace(author_body, '\"York\"', '\"Hull\"') WHERE revision = \(second)")
+            failed = try await run.violations(devices: [a, b])
+            #expect(failed.keys.sorted() == ["acknowledged content", "devices equal PostgreSQL", "duplicate records", "liveness", "rejections delivered"])
+            #expect(failed["acknowledged content"] == "1 of 2 acknowledged change sets hold what their device sent; differ: "
+                + "device \(aId) seq 2 at revision \(second): teams \(team) (\(team)) city: sent \"York\", the entry has \"Hull\"")
+
+            // A log entry removed: a gap, and an acknowledged change set lost.
             try await run.sql("DELETE FROM revsync_log WHERE revision = \(second)")
             failed = try await run.violations(devices: [a, b])
             #expect(failed.keys.sorted() == [
-                "devices equal PostgreSQL", "duplicate records", "gap-free log", "liveness", "lost change sets", "rejections delivered",
+                "acknowledged content", "devices equal PostgreSQL", "duplicate records", "gap-free log", "liveness", "lost change sets",
+                "rejections delivered",
             ])
             #expect(failed["gap-free log"] == "revisions 1…3: first missing revision \(second) (1 missing)")
             #expect(failed["lost change sets"] == "lost 1 of 2 acknowledged: device \(aId) seq 2")
+            #expect(failed["acknowledged content"]?.hasSuffix("device \(aId) seq 2 at revision \(second): no log entry at revision \(second)") == true)
+        }
+    }
+
+    @Test(.timeLimit(.minutes(3)))
+    func aRevokedDeviceIsLeftOutOfConvergenceAndACommitAfterItsRevocationFails() async throws {
+        try await withVerdictDevices { run in
+            let (a, b) = (try await run.device("a"), try await run.device("b"))
+            let bId = try await run.id(of: b)
+            let team = try await run.seed(on: a)
+            try await run.sync(b)
+
+            try await DeviceAdmin(baseURL: run.live.baseURL.absoluteString, adminToken: run.live.adminToken).revoke(bId)
+            // B keeps editing; its token is refused and nothing of it is committed.
+            try await b.transaction { tx in try tx.update("teams", id: team, ["city": "Hull"]) }
+            await #expect(throws: SyncTransportError.self) { try await run.sync(b) }
+            try await a.transaction { tx in try tx.update("teams", id: team, ["city": "York"]) }
+            try await run.sync(a)
+
+            let revoked = [RevokedDevice(device: bId, accepted: 0, refused: 1, other: 0)]
+            let checks = try await run.checks(devices: [a, b], revoked: revoked)
+            #expect(try await run.violations(devices: [a, b], revoked: revoked).isEmpty, "\(checks)")
+            #expect(checks["devices equal PostgreSQL"]?.hasSuffix("; 1 revoked devices not compared") == true)
+            #expect(checks["liveness"] == "1 of 1 devices at head 2 with nothing pending")
+            #expect(checks["revoked tokens"] == "1 revoked devices: 1 requests refused with 401, none accepted; nothing committed since (1 revoked in PostgreSQL)")
+
+            // Something of B's committed after its revocation.
+            try await run.sql(
+                """
+                WITH h AS (UPDATE revsync_head SET head = head + 1 RETURNING head)
+                INSERT INTO revsync_log (revision, device_id, seq, body, author_body)
+                SELECT h.head, d.id, NULL, '{"conflict":false,"revision":' || h.head || ',"types":[]}',
+                       '{"conflict":false,"revision":' || h.head || ',"types":[]}'
+                FROM h, revsync_devices AS d WHERE d.public_id = '\(bId)'::uuid
+                """)
+            let failed = try await run.violations(devices: [a, b], revoked: revoked)
+            #expect(failed.keys.sorted() == ["liveness", "revoked tokens"])
+            #expect(failed["revoked tokens"]?.hasPrefix("1 revoked devices have change sets committed since: device \(bId) revoked at ") == true)
+            #expect(failed["revoked tokens"]?.hasSuffix(": 1 log entries committed since, first at revision 3") == true)
+        }
+    }
+
+    @Test(.timeLimit(.minutes(3)))
+    func aDeviceRestoredFromAnOlderCopyOfItsFileLosesNoAcknowledgedEdit() async throws {
+        try await withVerdictDevices { run in
+            var a = try await run.device("a")
+            let team = try await run.seed(on: a)
+            var copy: DeviceFileCopy?
+            a = try await run.reopen(a) { path in copy = try DeviceFileCopy.take(of: path, to: path + ".copy") }
+
+            // After the copy: more seqs and temporary ids used, all acknowledged.
+            try await a.transaction { tx in try tx.create("leagues", ["name": "After the copy"]) }
+            try await a.transaction { tx in try tx.update("teams", id: team, ["city": "York"]) }
+            try await run.sync(a)
+
+            // The old copy back, a new engine with the same token, and a new edit.
+            let old = try #require(copy)
+            a = try await run.reopen(a) { path in try old.restore(over: path) }
+            try await a.transaction { tx in try tx.create("leagues", ["name": "After the restore"]) }
+            try await a.transaction { tx in try tx.update("teams", id: team, ["city": "Hull"]) }
+            try await run.sync(a)
+            try await run.sync(a)
+
+            let checks = try await run.checks(devices: [a])
+            #expect(checks.count == 9)
+            let failed = try await run.violations(devices: [a])
+            #expect(failed.isEmpty, "\(failed)")
+            // The seed, the two edits after the copy and the two after the restore, each under its own seq.
+            #expect(checks["acknowledged content"] == "5 of 5 acknowledged change sets hold what their device sent")
+            #expect(Set(try await run.acknowledgedContent().map(\.seq)).count == 5)
+            let leagues = try await a.records(of: "leagues").compactMap { $0.attributes["name"]?.stringValue }
+            #expect(leagues.sorted() == ["After the copy", "After the restore", "Premier"])
+            #expect(try await a.record("teams", id: team)?.attributes["city"] == "Hull")
         }
     }
 
@@ -118,6 +202,8 @@ final class VerdictRun: Sendable {
     private let engines = Mutex<[SyncEngine]>([])
     private let transports = Mutex<[HTTPSyncTransport]>([])
     private let acknowledgedPairs = Mutex<Set<ChangeSetRef>>([])
+    /// Each engine's transport and what its acknowledgements answered, by engine.
+    private let recording = Mutex<[ObjectIdentifier: (transport: RecordingTransport, path: String)]>([:])
     /// How many records `seed(on:)` creates.
     let seededRecords = 9
 
@@ -139,11 +225,39 @@ final class VerdictRun: Sendable {
         configuration.snapshotTimeout = .seconds(30)
         let transport = HTTPSyncTransport(configuration: configuration)
         transports.withLock { $0.append(transport) }
-        let engine = try SyncEngine(databasePath: directory.appendingPathComponent("\(name).sqlite").path, transport: transport)
+        let recorder = RecordingTransport(base: transport, ledger: AcknowledgementLedger())
+        let path = directory.appendingPathComponent("\(name).sqlite").path
+        let engine = try SyncEngine(databasePath: path, transport: recorder)
         engines.withLock { $0.append(engine) }
+        recording.withLock { $0[ObjectIdentifier(engine)] = (recorder, path) }
         try await engine.register(DeviceRegistration(name: name, user: name, role: "admin"), adminToken: live.adminToken)
         try await sync(engine)
         return engine
+    }
+
+    /// Closes `engine`, runs `whileClosed` on its file, and opens a new engine on the file
+    /// with the same transport and ledger, as an app restarted.
+    func reopen(_ engine: SyncEngine, whileClosed: (_ path: String) throws -> Void = { _ in }) async throws -> SyncEngine {
+        let (recorder, path) = try #require(recording.withLock { $0[ObjectIdentifier(engine)] })
+        try await engine.close()
+        try whileClosed(path)
+        let reopened = try SyncEngine(databasePath: path, transport: recorder)
+        engines.withLock { $0.append(reopened) }
+        recording.withLock { $0[ObjectIdentifier(reopened)] = (recorder, path) }
+        return reopened
+    }
+
+    /// What every engine's acknowledgements answered, by content.
+    func acknowledgedContent() async throws -> [AcknowledgedChangeSet] {
+        var content: Set<AcknowledgedChangeSet> = []
+        for engine in engines.withLock({ $0 }) {
+            // A closed engine (reopened since) shares its ledger with the open one.
+            guard let recorder = recording.withLock({ $0[ObjectIdentifier(engine)]?.transport }), let id = try? await engine.status().deviceId else {
+                continue
+            }
+            content.formUnion(recorder.ledger.acknowledged(by: id))
+        }
+        return Array(content)
     }
 
     func id(of engine: SyncEngine) async throws -> String {
@@ -199,9 +313,17 @@ final class VerdictRun: Sendable {
         }
     }
 
+    /// Every check's detail, by name.
+    func checks(devices: [SyncEngine], revoked: [RevokedDevice] = []) async throws -> [String: String] {
+        let checks = try await VerdictGatherer(databaseURL: databaseURL).checks(
+            devices: devices, acknowledged: acknowledged, regressions: [], acknowledgedContent: try await acknowledgedContent(), revoked: revoked)
+        return Dictionary(uniqueKeysWithValues: checks.map { ($0.name, $0.detail) })
+    }
+
     /// The failed checks, by name, with their details.
-    func violations(devices: [SyncEngine]) async throws -> [String: String] {
-        let checks = try await VerdictGatherer(databaseURL: databaseURL).checks(devices: devices, acknowledged: acknowledged, regressions: [])
+    func violations(devices: [SyncEngine], revoked: [RevokedDevice] = []) async throws -> [String: String] {
+        let checks = try await VerdictGatherer(databaseURL: databaseURL).checks(
+            devices: devices, acknowledged: acknowledged, regressions: [], acknowledgedContent: try await acknowledgedContent(), revoked: revoked)
         return Dictionary(uniqueKeysWithValues: checks.filter { !$0.passed }.map { ($0.name, $0.detail) })
     }
 

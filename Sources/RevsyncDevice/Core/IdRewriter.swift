@@ -29,6 +29,32 @@ public enum IdRewriter {
         return result
     }
 
+    /// `changeSet` with temporary ids renamed wherever they appear: in `create`,
+    /// `update` and `delete`, in attribute keys and in reference attributes
+    /// (resolved against the referenced entity). Unlike `rewrite`, creates change
+    /// too: the new temporary id is the record's identity from now on (a restored
+    /// device's records, see `ReusedSeqRepair`).
+    public static func renameTemporaryIds(
+        _ changeSet: ChangeSet, schema: LocalSchema, renamed: (_ entity: String, _ temporaryId: Int64) -> Int64?
+    ) -> ChangeSet {
+        var result = changeSet
+        for entity in changeSet.types {
+            guard var changes = changeSet.entities[entity] else { continue }
+            func mapped(_ id: Int64) -> Int64 { id < 0 ? (renamed(entity, id) ?? id) : id }
+            let references = schema.referenceAttributes(of: entity)
+            var attributes: [Int64: Attributes] = [:]
+            for (id, values) in changes.attributes {
+                attributes[mapped(id)] = rewriteReferences(values, references, renamed)
+            }
+            changes.create = changes.create.map(mapped)
+            changes.update = changes.update.map(mapped)
+            changes.delete = changes.delete.map(mapped)
+            changes.attributes = attributes
+            result.entities[entity] = changes
+        }
+        return result
+    }
+
     /// Every negative id `changeSet` uses outside `create`: those a map may resolve.
     public static func temporaryIdsToResolve(in changeSet: ChangeSet, schema: LocalSchema) -> Set<Int64> {
         var ids: Set<Int64> = []

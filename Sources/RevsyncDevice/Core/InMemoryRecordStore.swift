@@ -6,6 +6,7 @@ public final class InMemoryRecordStore: RecordStore {
     private var storedMeta = DeviceMeta()
     private var pending: [Int64: ChangeSet] = [:]
     private var temporaryIds: [Int64: TemporaryIdMapping] = [:]
+    private var renamedTemporaryIds: [RecordKey: Int64] = [:]
 
     public init(meta: DeviceMeta = DeviceMeta()) {
         self.storedMeta = meta
@@ -14,11 +15,11 @@ public final class InMemoryRecordStore: RecordStore {
     /// Runs `body` all or nothing: when it throws, the store is as before
     /// (what a SQLite transaction gives the real store).
     public func atomically<Value>(_ body: () throws -> Value) throws -> Value {
-        let saved = (tables, storedMeta, pending, temporaryIds)
+        let saved = (tables, storedMeta, pending, temporaryIds, renamedTemporaryIds)
         do {
             return try body()
         } catch {
-            (tables, storedMeta, pending, temporaryIds) = saved
+            (tables, storedMeta, pending, temporaryIds, renamedTemporaryIds) = saved
             throw error
         }
     }
@@ -75,5 +76,13 @@ public final class InMemoryRecordStore: RecordStore {
 
     public func setTemporaryIdMapping(_ temporaryId: Int64, to mapping: TemporaryIdMapping) throws {
         temporaryIds[temporaryId] = mapping
+    }
+
+    public func renamedTemporaryId(_ entity: String, _ temporaryId: Int64) throws -> Int64? {
+        renamedTemporaryIds[RecordKey(entity, temporaryId)]
+    }
+
+    public func setRenamedTemporaryId(_ entity: String, from temporaryId: Int64, to renamed: Int64) throws {
+        renamedTemporaryIds[RecordKey(entity, temporaryId)] = renamed
     }
 }

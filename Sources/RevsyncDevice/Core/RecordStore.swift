@@ -51,6 +51,11 @@ public protocol RecordStore: AnyObject {
 
     func temporaryIdMapping(_ temporaryId: Int64) throws -> TemporaryIdMapping?
     func setTemporaryIdMapping(_ temporaryId: Int64, to mapping: TemporaryIdMapping) throws
+
+    /// The temporary id a record of `entity` got in place of `temporaryId` when a
+    /// restored device renumbered its change sets (`ReusedSeqRepair`); nil if none.
+    func renamedTemporaryId(_ entity: String, _ temporaryId: Int64) throws -> Int64?
+    func setRenamedTemporaryId(_ entity: String, from temporaryId: Int64, to renamed: Int64) throws
 }
 
 extension RecordStore {
@@ -60,9 +65,17 @@ extension RecordStore {
         return mapping.permanentId
     }
 
-    /// The id a record is stored under now: a mapped temporary id's permanent id, else `id`.
+    /// The id a record is stored under now: for a temporary id, the one it was
+    /// renamed to (and that one's permanent id once mapped), else its permanent id
+    /// once mapped, else `id`.
+    ///
+    /// A rename comes first: the server may have mapped the old number to a record
+    /// this device made in a copy of its file that was lost (see `ReusedSeqRepair`),
+    /// while the app still means its own record.
     func currentId(of entity: String, _ id: Int64) throws -> Int64 {
         guard id < 0, try record(entity, id: id) == nil else { return id }
+        // Renames always go down, so this ends.
+        if let renamed = try renamedTemporaryId(entity, id), renamed < id { return try currentId(of: entity, renamed) }
         return try permanentId(of: entity, for: id) ?? id
     }
 }

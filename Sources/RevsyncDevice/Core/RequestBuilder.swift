@@ -5,22 +5,32 @@ public enum RequestBuilder {
     /// The device's `maxRevision` and its oldest pending change sets (at most
     /// `limit`), in `seq` order, with mapped temporary ids rewritten to permanent ones.
     public static func build(from store: any RecordStore, schema: LocalSchema, limit: Int? = nil) throws -> SyncRequest {
-        let meta = try store.meta()
         var pending = try store.outbox()
         if let limit { pending = Array(pending.prefix(max(1, limit))) }
+        return SyncRequest(maxRevision: try store.meta().maxRevision, changeSets: try rewritten(pending, store: store, schema: schema))
+    }
+
+    /// A probe of `ReusedSeqSearch`: the pending change sets whose seqs lie in
+    /// `seqs`, as they would be sent, with `maxRevision` in place of the device's.
+    /// The answer is thrown away, so a revision the device has not applied (the
+    /// server's head from an earlier answer) only spares the server a long catch-up.
+    public static func probe(from store: any RecordStore, schema: LocalSchema, seqs: ClosedRange<Int64>, maxRevision: Int64) throws -> SyncRequest {
+        let pending = try store.outbox().filter { $0.seq.map(seqs.contains) == true }
+        return SyncRequest(maxRevision: maxRevision, changeSets: try rewritten(pending, store: store, schema: schema))
+    }
+
+    private static func rewritten(_ pending: [ChangeSet], store: any RecordStore, schema: LocalSchema) throws -> [ChangeSet] {
         var map: [Int64: TemporaryIdMapping] = [:]
         for changeSet in pending {
             for id in IdRewriter.temporaryIdsToResolve(in: changeSet, schema: schema) where map[id] == nil {
                 if let mapping = try store.temporaryIdMapping(id) { map[id] = mapping }
             }
         }
-        let changeSets = pending.map { changeSet in
-            map.isEmpty
-                ? changeSet
-                : IdRewriter.rewrite(changeSet, schema: schema) { entity, id in
-                    map[id].flatMap { $0.entity == entity ? $0.permanentId : nil }
-                }
+        guard !map.isEmpty else { return pending }
+        return pending.map { changeSet in
+            IdRewriter.rewrite(changeSet, schema: schema) { entity, id in
+                map[id].flatMap { $0.entity == entity ? $0.permanentId : nil }
+            }
         }
-        return SyncRequest(maxRevision: meta.maxRevision, changeSets: changeSets)
     }
 }

@@ -71,6 +71,7 @@ extension ResponseApplier {
 
         mutating func applyCommitted(_ changeSet: ChangeSet) throws {
             outcome.committedChangeSets += 1
+            noteOwnSeq(changeSet.seq)
             try adoptMappings(from: changeSet)
             let revision = changeSet.revision ?? 0
             // An acknowledgement repeated after a re-bootstrap, or a duplicate: the
@@ -155,6 +156,10 @@ extension ResponseApplier {
                 }
             }
             guard !found.isEmpty else { return }
+            if let lowest = found.keys.min(), lowest <= meta.nextTemporaryId {
+                // A temporary id this file never handed out: see noteOwnSeq.
+                meta.nextTemporaryId = lowest - 1
+            }
             for (temporaryId, mapping) in found.sorted(by: { $0.key > $1.key }) {
                 if try store.temporaryIdMapping(temporaryId) != mapping {
                     try store.setTemporaryIdMapping(temporaryId, to: mapping)
@@ -174,6 +179,14 @@ extension ResponseApplier {
                     rewrittenSeqs.insert(seq)
                 }
             }
+        }
+
+        /// An own change set with a `seq` this file never handed out: the file is older
+        /// than the server's view of the device (restored from a backup). The counters
+        /// move past it so that new edits do not reuse it; the engine also learns this
+        /// from `GET /devices/me`, and this covers a device that could not ask.
+        private mutating func noteOwnSeq(_ seq: Int64?) {
+            if let seq, seq >= meta.nextSeq { meta.nextSeq = seq + 1 }
         }
 
         private mutating func removeFromOutbox(_ seq: Int64) -> ChangeSet? {

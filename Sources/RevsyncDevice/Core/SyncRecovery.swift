@@ -6,6 +6,12 @@ public enum SyncRecovery: Sendable, Hashable {
     case bootstrap
     /// Renumber the pending change sets from `expected`, then send again.
     case renumber(expected: Int64)
+    /// Find the first pending change set the server refuses as another one's `seq`
+    /// (`ReusedSeqSearch`), renumber it and every later one from `expected` with
+    /// their created records given temporary ids below `lowestTemporaryId`
+    /// (`ReusedSeqRepair`), then send again. `firstReused` is the seq the server named
+    /// as the first one of the request that reuses a seq, which ends the search at once.
+    case repairReusedSeqs(expected: Int64, lowestTemporaryId: Int64, firstReused: Int64? = nil)
     /// Send fewer change sets.
     case shrinkBatch
     /// Stop and throw: retrying cannot help.
@@ -18,6 +24,8 @@ public enum SyncRecovery: Sendable, Hashable {
             return .bootstrap
         case .sequenceGap(let expected, _):
             return .renumber(expected: expected)
+        case .seqReused(let expected, let lowestTemporaryId, let firstReused, _):
+            return .repairReusedSeqs(expected: expected, lowestTemporaryId: lowestTemporaryId, firstReused: firstReused)
         case .tooLarge:
             return changeSetCount > 1 ? .shrinkBatch : .fail
         case .unavailable(let retryAfter, _):

@@ -24,7 +24,7 @@ extension SyncEngine {
         if let layout, layout.schema == schema { return layout }
         try await database.writer.write { db in
             try DeviceDatabase.ensureTables(for: schema, in: db)
-            try DeviceInfo.writeSchema(document, in: db)
+            try StoredRegistration.writeSchema(document, in: db)
         }
         let layout = SQLiteLayout(schema: schema)
         self.layout = layout

@@ -12,7 +12,9 @@ extension SyncEngine {
     /// with backoff and jitter up to `retry.maxAttempts`; a resend carries the
     /// same `seq`s, so the server never applies a change set twice.
     /// `snapshot_required` and `revision_ahead` re-bootstrap (pending changes kept),
-    /// `sequence_gap` renumbers the outbox, `too_large` sends fewer change sets.
+    /// `sequence_gap` renumbers the outbox, `seq_reused` renumbers the change sets
+    /// made after the file's backup (and renames their temporary ids), `too_large`
+    /// sends fewer change sets.
     /// Other errors are thrown. Only one sync runs at a time; a second call waits.
     @discardableResult
     public func syncOnce() async throws -> SyncReport {
@@ -68,6 +70,9 @@ extension SyncEngine {
     func performRound() async throws -> SyncReport {
         let token = try requireToken()
         var report = SyncReport()
+        // Once per engine instance (and token): a file opened here may be older than
+        // the server's view of the device.
+        if !countersChecked { try await learnServerCounters(token: token) }
         let bootstrapped = try await isBootstrapped()
         if layout == nil || !bootstrapped {
             try await retrying(&report) { try await self.bootstrapLocked(token: token) }
@@ -77,12 +82,41 @@ extension SyncEngine {
         var attempt = 0
         var renumbered = false
         var rebootstrapped = false
+        // seq_reused: the search for the first impostor, its probes' revision, and a
+        // bound against a server that keeps refusing (each search makes progress).
+        var search: ReusedSeqSearch?
+        var probeRevision: Int64 = 0
+        var searches = 0
         while true {
             try Task.checkCancellation()
             try checkOpen()
             let layout = try requireLayout()
-            let request = try await database.writer.read { [limit] db in
-                try RequestBuilder.build(from: SQLiteRecordStore(db, layout: layout), schema: layout.schema, limit: limit)
+            if search == nil, searches < Self.maxReusedSeqSearches, let needed = try await searchNeededBeforeSending(limit: limit) {
+                searches += 1
+                search = needed
+            }
+            var probing: ClosedRange<Int64>?
+            if var current = search {
+                switch current.next(window: limit) {
+                case .probe(let seqs):
+                    probing = seqs
+                    search = current
+                case .firstReused(let seq):
+                    search = nil
+                    if let last = current.provenRetries.last { provenRetriesThrough = max(provenRetriesThrough, last) }
+                    try await repairReusedSeqs(from: seq)
+                    continue
+                case .noneReused:
+                    search = nil
+                    if let last = current.suspects.last { provenRetriesThrough = max(provenRetriesThrough, last) }
+                    continue
+                }
+            }
+            let request = try await database.writer.read { [limit, probing, probeRevision] db in
+                let store = SQLiteRecordStore(db, layout: layout)
+                guard let probing else { return try RequestBuilder.build(from: store, schema: layout.schema, limit: limit) }
+                let maxRevision = max(probeRevision, try store.meta().maxRevision)
+                return try RequestBuilder.probe(from: store, schema: layout.schema, seqs: probing, maxRevision: maxRevision)
             }
             report.requests += 1
             report.sentChangeSets += request.changeSets.count
@@ -108,7 +142,24 @@ extension SyncEngine {
                 case .renumber(let expected):
                     guard !renumbered, try await renumberOutbox(from: expected) else { throw error }
                     renumbered = true
+                    // The server forgot the device's seqs: nothing pending is a retry any more.
+                    serverCounters = ServerCounters(lastSeq: expected - 1, lowestTemporaryId: serverCounters?.lowestTemporaryId ?? 0)
+                    provenRetriesThrough = 0
+                    search = nil
                     logger.warning("server expects another seq; renumbered pending change sets", metadata: ["expected": "\(expected)"])
+                case .repairReusedSeqs(let expected, let lowestTemporaryId, let firstReused):
+                    attempt = 0
+                    serverCounters = ServerCounters(lastSeq: expected - 1, lowestTemporaryId: lowestTemporaryId)
+                    if probing != nil {
+                        search?.record(refused: true, firstReused: firstReused)
+                        continue
+                    }
+                    // The impostor is among the change sets of this request the server has handled.
+                    let refused = request.changeSets.compactMap(\.seq).filter { $0 > provenRetriesThrough && $0 < expected }
+                    searches += 1
+                    guard let last = refused.last, searches <= Self.maxReusedSeqSearches else { throw error }
+                    search = ReusedSeqSearch(suspects: try await unprovenSuspects(below: expected), refusedThrough: last, firstReused: firstReused)
+                    logger.warning("server refused a reused seq; looking for the first new change set", metadata: ["expected": "\(expected)"])
                 case .shrinkBatch:
                     limit = max(1, request.changeSets.count / 2)
                 case .fail:
@@ -118,6 +169,12 @@ extension SyncEngine {
                 continue
             }
             attempt = 0
+            if probing != nil {
+                // Thrown away, not applied: see ReusedSeqSearch.
+                search?.record(refused: false)
+                probeRevision = max(probeRevision, response.maxRevision)
+                continue
+            }
 
             let outcome = try await apply(response, token: token)
             report.acknowledged += outcome.acknowledged
@@ -135,6 +192,11 @@ extension SyncEngine {
             if pending.isEmpty { return report }
         }
     }
+
+    /// Searches for reused seqs one round may start: each one ends in a repair
+    /// that moves change sets past the server's seqs, or proves them retries, so a
+    /// server that keeps refusing after that many is inconsistent.
+    static var maxReusedSeqSearches: Int { 8 }
 
     /// Applies a response in one SQLite transaction, first installing a newer
     /// schema if the response uses names the current one lacks.

@@ -40,11 +40,20 @@ public actor SyncEngine {
     var wakePending = false
     var closed = false
 
+    /// What the server has handled for this device, as this engine instance last
+    /// learned it (GET /devices/me, seq_reused); see SyncEngine+RestoredDevice.swift.
+    var serverCounters: ServerCounters?
+    /// Whether GET /devices/me has answered since the engine opened or adopted its token.
+    var countersChecked = false
+    /// Pending change sets with a seq at or below this are proven retries of what
+    /// the server handled under their seqs (ReusedSeqSearch).
+    var provenRetriesThrough: Int64 = 0
+
     /// Opens the engine on the SQLite file at `databasePath` (created if missing;
     /// nil for a throwaway in-memory database). Opening needs no network.
     public init(databasePath: String?, transport: any SyncTransport, configuration: SyncEngineConfiguration = .init()) throws {
         let database = try DeviceDatabase.open(path: databasePath)
-        let info = try database.writer.read { try DeviceInfo.read($0) }
+        let info = try database.writer.read { try StoredRegistration.read($0) }
         self.database = database
         self.transport = transport
         self.configuration = configuration
@@ -59,19 +68,42 @@ public actor SyncEngine {
     @discardableResult
     public func register(_ registration: DeviceRegistration, adminToken: String) async throws -> RegisteredDevice {
         let device = try await transport.register(registration, adminToken: adminToken)
-        try await useToken(device.token, deviceId: device.deviceId)
+        try await storeToken(device.token, deviceId: device.deviceId)
+        // A new device: the server has handled nothing of it, so there is nothing to ask.
+        serverCounters = ServerCounters(lastSeq: 0, lowestTemporaryId: 0)
+        countersChecked = true
         return device
     }
 
     /// Uses a token obtained elsewhere. It is stored in the database file.
+    ///
+    /// The engine then asks the server what it has already seen of the device
+    /// (`GET /devices/me`) and moves its counters past it, so that a file older
+    /// than the token's history (a reinstalled app given its old token, a restored
+    /// backup) never numbers new edits like ones the server already has. Offline,
+    /// the question waits for the next sync; an unknown token is thrown by the sync.
     public func useToken(_ token: String, deviceId: String? = nil) async throws {
         try checkOpen()
+        try await storeToken(token, deviceId: deviceId)
+        do {
+            try await learnServerCounters(token: token)
+        } catch SyncTransportError.unauthorized {
+            logger.warning("the server does not know this token; the next sync will say so")
+        }
+    }
+
+    private func storeToken(_ token: String, deviceId: String?) async throws {
+        try checkOpen()
         try await database.writer.write { db in
-            try DeviceInfo.write(MetaKey.token, token, in: db)
-            try DeviceInfo.write(MetaKey.deviceId, deviceId, in: db)
+            try StoredRegistration.write(MetaKey.token, token, in: db)
+            try StoredRegistration.write(MetaKey.deviceId, deviceId, in: db)
         }
         self.token = token
         self.deviceId = deviceId
+        // What was learned belongs to the previous token.
+        serverCounters = nil
+        countersChecked = false
+        provenRetriesThrough = 0
     }
 
     /// Where the device stands.

@@ -15,10 +15,16 @@ public struct ChangeEvent: Sendable, Hashable {
     public var records: RecordChanges
     /// Temporary ids replaced by permanent ones in this step.
     public var idMappings: [IdMapping]
+    /// Temporary ids replaced by other temporary ids in this step: a restored device
+    /// whose new records had ids the server already knew as others (see docs/device.md,
+    /// "Restored devices"). The old ids keep finding the records; records read from
+    /// now on carry the new ones.
+    public var renamedTemporaryIds: [TemporaryIdRename]
 
-    public init(origin: Origin, records: RecordChanges, idMappings: [IdMapping] = []) {
+    public init(origin: Origin, records: RecordChanges, idMappings: [IdMapping] = [], renamedTemporaryIds: [TemporaryIdRename] = []) {
         self.origin = origin
         self.records = records
         self.idMappings = idMappings
+        self.renamedTemporaryIds = renamedTemporaryIds
     }
 }

@@ -40,6 +40,16 @@ struct DeviceDatabase: Sendable {
                 CREATE TABLE revsync_conflicts (id INTEGER PRIMARY KEY AUTOINCREMENT, notification TEXT NOT NULL);
                 """)
         }
+        // A restored device's records renamed by ReusedSeqRepair: the old temporary ids keep finding them.
+        migrator.registerMigration("v2 temporary id renames") { db in
+            try db.execute(sql: """
+                CREATE TABLE revsync_temporary_id_renames (
+                    entity TEXT NOT NULL,
+                    temporary_id INTEGER NOT NULL,
+                    renamed_to INTEGER NOT NULL,
+                    PRIMARY KEY (entity, temporary_id));
+                """)
+        }
         return migrator
     }
 
@@ -78,18 +88,19 @@ enum MetaKey {
     static let deviceId = "deviceId"
 }
 
-/// Registration and schema, as stored.
-struct DeviceInfo: Sendable {
+/// Registration and schema, as stored. (Not RevsyncWire's `DeviceInfo`, the
+/// server's answer to `GET /devices/me`.)
+struct StoredRegistration: Sendable {
     var token: String?
     var deviceId: String?
     var schema: SchemaDocument?
 
-    static func read(_ db: Database) throws -> DeviceInfo {
+    static func read(_ db: Database) throws -> StoredRegistration {
         let token = try String.fetchOne(db, sql: "SELECT value FROM revsync_meta WHERE key = ?", arguments: [MetaKey.token])
         let deviceId = try String.fetchOne(db, sql: "SELECT value FROM revsync_meta WHERE key = ?", arguments: [MetaKey.deviceId])
         let schemaText = try String.fetchOne(db, sql: "SELECT value FROM revsync_meta WHERE key = ?", arguments: [MetaKey.schema])
         let schema = try schemaText.map { try JSONDecoder().decode(SchemaDocument.self, from: Data($0.utf8)) }
-        return DeviceInfo(token: token, deviceId: deviceId, schema: schema)
+        return StoredRegistration(token: token, deviceId: deviceId, schema: schema)
     }
 
     static func write(_ key: String, _ value: String?, in db: Database) throws {

@@ -135,6 +135,11 @@ final class SQLiteRecordStore: RecordStore {
     }
 
     func setMeta(_ meta: DeviceMeta) throws {
+        try Self.writeMeta(meta, db)
+    }
+
+    /// Writes the counters, before any schema is known.
+    static func writeMeta(_ meta: DeviceMeta, _ db: Database) throws {
         let statement = try db.cachedStatement(sql: "INSERT OR REPLACE INTO revsync_meta (key, value) VALUES (?, ?)")
         try statement.execute(arguments: [MetaKey.maxRevision, meta.maxRevision])
         try statement.execute(arguments: [MetaKey.nextSeq, meta.nextSeq])
@@ -187,6 +192,18 @@ final class SQLiteRecordStore: RecordStore {
     func setTemporaryIdMapping(_ temporaryId: Int64, to mapping: TemporaryIdMapping) throws {
         try db.cachedStatement(sql: "INSERT OR REPLACE INTO revsync_temporary_ids (temporary_id, entity, permanent_id) VALUES (?, ?, ?)")
             .execute(arguments: [temporaryId, mapping.entity, mapping.permanentId])
+    }
+
+    func renamedTemporaryId(_ entity: String, _ temporaryId: Int64) throws -> Int64? {
+        let statement = try db.cachedStatement(
+            sql: "SELECT renamed_to FROM revsync_temporary_id_renames WHERE entity = ? AND temporary_id = ?")
+        return try Int64.fetchOne(statement, arguments: [entity, temporaryId])
+    }
+
+    func setRenamedTemporaryId(_ entity: String, from temporaryId: Int64, to renamed: Int64) throws {
+        try db.cachedStatement(
+            sql: "INSERT OR REPLACE INTO revsync_temporary_id_renames (entity, temporary_id, renamed_to) VALUES (?, ?, ?)"
+        ).execute(arguments: [entity, temporaryId, renamed])
     }
 
     // MARK: Conflicts

@@ -15,6 +15,12 @@ enum ErrorResponseMapper {
                 return .invalidResponse("sequence_gap without \"expected\": \(message)")
             }
             return .sequenceGap(expected: expected, message: message)
+        case (_, .seqReused?):
+            // Both numbers are needed to repair: without them the answer is broken (and retried).
+            guard let expected = parsed?.expected, let lowest = parsed?.lowestTemporaryId else {
+                return .invalidResponse("seq_reused without \"expected\" or \"lowestTemporaryId\": \(message)")
+            }
+            return .seqReused(expected: expected, lowestTemporaryId: lowest, firstReused: parsed?.seq, message: message)
         case (_, .revisionAhead?):
             return .revisionAhead(message: message)
         case (410, _), (_, .snapshotRequired?):

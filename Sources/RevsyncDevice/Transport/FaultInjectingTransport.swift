@@ -64,4 +64,8 @@ public actor FaultInjectingTransport: SyncTransport {
     public func register(_ registration: DeviceRegistration, adminToken: String) async throws -> RegisteredDevice {
         try await base.register(registration, adminToken: adminToken)
     }
+
+    public func device(token: String) async throws -> DeviceInfo {
+        try await base.device(token: token)
+    }
 }

@@ -88,6 +88,10 @@ public final class HTTPSyncTransport: SyncTransport {
             .POST, "/devices", token: adminToken, body: try encode(registration), compress: false, timeout: configuration.requestTimeout)
     }
 
+    public func device(token: String) async throws -> DeviceInfo {
+        try await exchange(.GET, "/devices/me", token: token, body: nil, compress: false, timeout: configuration.requestTimeout)
+    }
+
     // MARK: Exchange
 
     enum Method: String {

@@ -15,6 +15,18 @@ public protocol SyncTransport: Sendable {
     func schema(token: String) async throws -> SchemaDocument
     /// `POST /devices` with the admin token.
     func register(_ registration: DeviceRegistration, adminToken: String) async throws -> RegisteredDevice
+    /// `GET /devices/me`: what the server knows of the calling device, notably the
+    /// highest `seq` it has handled and the lowest temporary id it has mapped.
+    func device(token: String) async throws -> DeviceInfo
+}
+
+extension SyncTransport {
+    /// For transports written before `GET /devices/me` existed: answers as a server
+    /// without the endpoint does (404), so the engine relies on `seq_reused` alone.
+    /// A transport that wraps another should forward the call instead.
+    public func device(token: String) async throws -> DeviceInfo {
+        throw SyncTransportError.rejected(status: 404, code: "not_found", message: "this transport does not implement GET /devices/me")
+    }
 }
 
 /// A failed exchange with the server, by what the device should do about it.
@@ -23,6 +35,14 @@ public enum SyncTransportError: Error, Sendable, Hashable, CustomStringConvertib
     case unauthorized(message: String)
     /// 409 `sequence_gap`: the server wants `expected` as the next `seq`.
     case sequenceGap(expected: Int64, message: String)
+    /// 409 `seq_reused`: a change set of the request reuses a `seq` the server has
+    /// already handled for other content (the device's file is older than what the
+    /// server has seen: restored from a backup, or an old copy given the token).
+    /// `expected` is the next `seq` the server expects; `lowestTemporaryId` the lowest
+    /// temporary id it has mapped for the device (0 for none); `firstReused` the first
+    /// seq of the request that named other content (nil from a server that does not say).
+    /// Nothing was applied.
+    case seqReused(expected: Int64, lowestTemporaryId: Int64, firstReused: Int64? = nil, message: String)
     /// 409 `revision_ahead`: the device claims a revision the server does not have
     /// (the server's data was reset): the device bootstraps again.
     case revisionAhead(message: String)
@@ -62,6 +82,8 @@ public enum SyncTransportError: Error, Sendable, Hashable, CustomStringConvertib
         switch self {
         case .unauthorized(let message): "401 unauthorized: \(message)"
         case .sequenceGap(let expected, let message): "409 sequence_gap (expected \(expected)): \(message)"
+        case .seqReused(let expected, let lowest, _, let message):
+            "409 seq_reused (expected \(expected), lowest temporary id \(lowest)): \(message)"
         case .revisionAhead(let message): "409 revision_ahead: \(message)"
         case .snapshotRequired(let message): "410 snapshot_required: \(message)"
         case .tooLarge(let message): "413 too_large: \(message)"

@@ -10,6 +10,8 @@ public struct SyncError: Error, HTTPResponseError, CustomStringConvertible {
     public var expected: Int64? = nil
     /// `seq_reused`: the lowest temporary id the device has used on the server.
     public var lowestTemporaryId: Int64? = nil
+    /// `seq_reused`: the seq that named another change set.
+    public var seq: Int64? = nil
     public var retryAfterSeconds: Int? = nil
 
     public init(_ code: ErrorCode, _ message: String, expected: Int64? = nil, lowestTemporaryId: Int64? = nil, retryAfterSeconds: Int? = nil) {
@@ -26,7 +28,7 @@ public struct SyncError: Error, HTTPResponseError, CustomStringConvertible {
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         var headers: HTTPFields = [.contentType: "application/json"]
         if let retryAfterSeconds { headers[.retryAfter] = String(retryAfterSeconds) }
-        let body = ErrorBody(error: code.rawValue, message: message, expected: expected, lowestTemporaryId: lowestTemporaryId)
+        let body = ErrorBody(error: code.rawValue, message: message, expected: expected, lowestTemporaryId: lowestTemporaryId, seq: seq)
         let data = try JSONEncoder().encode(body)
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }

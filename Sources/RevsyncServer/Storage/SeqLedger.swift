@@ -34,10 +34,13 @@ struct SeqLedger: Sendable {
 
     /// The refusal of a change set sent under a seq that named another one.
     static func reused(seq: Int64, last: Int64, lowestTemporaryId: Int64, why: String) -> SyncError {
-        SyncError(
+        var error = SyncError(
             .seqReused,
-            "seq \(seq) \(why): renumber pending change sets from \(last + 1) and their new temporary ids below \(lowestTemporaryId)",
+            "seq \(seq) \(why): renumber the pending change sets from seq \(seq) on to \(last + 1), \(last + 2), …, "
+                + "and the temporary ids they create below \(lowestTemporaryId)",
             expected: last + 1, lowestTemporaryId: lowestTemporaryId)
+        error.seq = seq
+        return error
     }
 
     /// Checks a request's seqs before anything applies: they increase, the first new one

@@ -80,3 +80,25 @@ final class Once: Sendable {
         if first { try await body() }
     }
 }
+
+/// Copies a closed engine's SQLite file, as a backup that a phone's restore brings back.
+func copyDatabase(_ source: String, to destination: String) throws {
+    for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: source + suffix) {
+        try FileManager.default.copyItem(atPath: source + suffix, toPath: destination + suffix)
+    }
+}
+
+/// A transport whose `GET /devices/me` always fails with `error` (the rest passes
+/// through): a device that cannot learn the server's counters in advance.
+struct NoDeviceInfoTransport: SyncTransport {
+    let base: any SyncTransport
+    var error = SyncTransportError.connection("GET /devices/me failed (injected)")
+
+    func sync(_ request: SyncRequest, token: String) async throws -> SyncResponse { try await base.sync(request, token: token) }
+    func snapshot(token: String) async throws -> SyncResponse { try await base.snapshot(token: token) }
+    func schema(token: String) async throws -> SchemaDocument { try await base.schema(token: token) }
+    func register(_ registration: DeviceRegistration, adminToken: String) async throws -> RegisteredDevice {
+        try await base.register(registration, adminToken: adminToken)
+    }
+    func device(token: String) async throws -> DeviceInfo { throw error }
+}

@@ -4,7 +4,8 @@ import RevsyncWire
 
 /// An in-process stand-in for the Revsync server, following PROTOCOL.md closely
 /// enough to exercise the engine: revisions, per-device `seq` idempotency and
-/// temporary id maps, the conflict rule, cascades, corrective sets, catch-up
+/// temporary id maps, `seq_reused` for a seq sent again with other content,
+/// `GET /devices/me`, the conflict rule, cascades, corrective sets, catch-up
 /// limits (`more`), a retained-log horizon (410) and snapshots.
 ///
 /// It is a test double for engine tests only; the real server's behaviour is
@@ -21,6 +22,11 @@ actor FakeSyncServer: SyncTransport {
         var handledSeq: Int64 = 0
         var outcomes: [Int64: Outcome] = [:]
         var temporaryIds: [Int64: TemporaryIdMapping] = [:]
+        /// What each handled seq named, in canonical form (see `canonical`): a seq
+        /// sent again with other content is refused as `seq_reused`.
+        var contents: [Int64: ChangeSet] = [:]
+
+        var lowestTemporaryId: Int64 { temporaryIds.keys.min() ?? 0 }
     }
 
     enum Outcome: Sendable {
@@ -50,6 +56,11 @@ actor FakeSyncServer: SyncTransport {
     var requestLimit: Int?
     /// Every /sync request received.
     private(set) var received: [SyncRequest] = []
+    /// `GET /devices/me` calls received.
+    private(set) var deviceInfoRequests = 0
+    /// Whether `seq_reused` names the first reused seq, as the real server does
+    /// (off: the engine must find it by probing).
+    var namesFirstReusedSeq = true
 
     init(schema: LocalSchema = TestSchema.schema) {
         self.schema = schema
@@ -57,12 +68,17 @@ actor FakeSyncServer: SyncTransport {
 
     func setCatchUpLimit(_ limit: Int?) { catchUpLimit = limit }
     func setRequestLimit(_ limit: Int?) { requestLimit = limit }
+    func setNamesFirstReusedSeq(_ names: Bool) { namesFirstReusedSeq = names }
 
     /// Drops the log up to the head: every device behind it must bootstrap again.
     func dropLog() { horizon = head }
 
     /// Forgets a device's seq history (as a server restored from an old backup would).
-    func forgetSequence(of token: String) { devices[token]?.handledSeq = 0; devices[token]?.outcomes = [:] }
+    func forgetSequence(of token: String) {
+        devices[token]?.handledSeq = 0
+        devices[token]?.outcomes = [:]
+        devices[token]?.contents = [:]
+    }
 
     /// Adds a device directly, returning its token.
     func addDevice(_ name: String) -> String {
@@ -102,6 +118,15 @@ actor FakeSyncServer: SyncTransport {
         return RegisteredDevice(deviceId: registration.name, token: token)
     }
 
+    func device(token: String) async throws -> DeviceInfo {
+        deviceInfoRequests += 1
+        guard let device = devices[token] else { throw SyncTransportError.unauthorized(message: "unknown token") }
+        let name = String(token.dropFirst("token-".count))
+        return DeviceInfo(
+            deviceId: name, name: name, user: name, role: "member", created: "2024-01-01T00:00:00Z", lastSeen: nil,
+            lastSeq: device.handledSeq, lowestTemporaryId: device.lowestTemporaryId)
+    }
+
     func schema(token: String) async throws -> SchemaDocument {
         guard devices[token] != nil else { throw SyncTransportError.unauthorized(message: "unknown token") }
         return schema.document
@@ -132,6 +157,14 @@ actor FakeSyncServer: SyncTransport {
             guard seq == expected else { throw SyncTransportError.sequenceGap(expected: expected, message: "gap") }
             expected += 1
         }
+        for changeSet in request.changeSets {
+            guard let seq = changeSet.seq, seq <= device.handledSeq else { continue }
+            guard device.contents[seq] == canonical(changeSet, map: device.temporaryIds) else {
+                throw SyncTransportError.seqReused(
+                    expected: device.handledSeq + 1, lowestTemporaryId: device.lowestTemporaryId,
+                    firstReused: namesFirstReusedSeq ? seq : nil, message: "seq \(seq) named other content")
+            }
+        }
 
         var repeatedAcks: [ChangeSet] = []
         var correctives: [ChangeSet] = []
@@ -150,6 +183,7 @@ actor FakeSyncServer: SyncTransport {
                 }
                 continue
             }
+            if changeSet.seq != nil { device.contents[seq] = canonical(changeSet, map: device.temporaryIds) }
             devices[token] = device
             let outcome = try process(changeSet, device: token)
             device = devices[token] ?? device
@@ -185,6 +219,9 @@ actor FakeSyncServer: SyncTransport {
         let saved = records
         var map = devices[token]?.temporaryIds ?? [:]
         do {
+            guard changeSet.entities.values.contains(where: { !$0.isEmpty }) else {
+                throw Rejection(reason: ConflictReason(code: .invalid, entity: nil, id: nil, message: "a change set with no operations"))
+            }
             let revision = head + 1
             var entry = ChangeSet(seq: changeSet.seq, conflict: false, revision: revision)
             var created: [Int64: TemporaryIdMapping] = [:]
@@ -347,6 +384,19 @@ actor FakeSyncServer: SyncTransport {
             }
         }
         return result
+    }
+
+    /// A change set as the server compares it with what a seq named before: no
+    /// `seq`, and temporary ids that earlier change sets mapped resolved (the
+    /// device rewrites them in a retry). Its own creates keep their temporary ids.
+    private func canonical(_ changeSet: ChangeSet, map: [Int64: TemporaryIdMapping]) -> ChangeSet {
+        var copy = changeSet
+        copy.seq = nil
+        let created = Set(changeSet.entities.values.flatMap(\.create))
+        return IdRewriter.rewrite(copy, schema: schema) { entity, id in
+            guard !created.contains(id), let mapping = map[id], mapping.entity == entity else { return nil }
+            return mapping.permanentId
+        }
     }
 
     /// A log entry as other devices see it: no `seq`, no `__oldId__`.

@@ -6,8 +6,9 @@ import RevsyncWire
 
 /// One simulated device: a user working on a `SyncEngine` with its own SQLite
 /// file, syncing through its own fault-injecting link. It records what the
-/// verdict needs as it goes: acknowledged `seq`s and any `maxRevision` that
-/// went backwards (also across crashes and restarts from the file).
+/// verdict needs as it goes: acknowledged `seq`s and what each carried, any
+/// `maxRevision` that went backwards (also across crashes and restarts from
+/// the file), and the answers its token got once it was revoked.
 actor VirtualDevice {
     struct Plan: Sendable {
         var index: Int
@@ -25,31 +26,51 @@ actor VirtualDevice {
     nonisolated let plan: Plan
     nonisolated let link: FaultyLink
     nonisolated let deviceId: String
+    /// What each acknowledgement answered, by content (kept across engines).
+    nonisolated let ledger: AcknowledgementLedger
+    nonisolated let revocation: RevocationWatch
     private let transport: HTTPSyncTransport
+    /// `transport`, telling `ledger` what was acknowledged: what every engine of the device uses.
+    private let engineTransport: RecordingTransport
     private let runner: WorkloadRunner
-    private var engine: SyncEngine
+    var engine: SyncEngine
     private var random: SplitMix64
     private let signal = WakeSignal()
     private var syncTask: Task<Void, Never>?
     private var workTask: Task<Void, Never>?
     private var pollInterval: Duration
+    /// Whether the user is meant to be acting: a restart after a crash or a restore resumes it.
+    private var working = false
+    // A crash and a restore both replace the engine: one at a time.
+    private var engineBusy = false
+    private var replaceWaiters: [CheckedContinuation<Void, Never>] = []
+    /// The copy of the file a planned restore puts back.
+    var restorePoint: RestorePoint?
 
     private(set) var inSync = false
     private(set) var tally = DeviceTally()
     private(set) var acknowledgedSeqs: [Int64] = []
-    private(set) var maxRevision: Int64 = 0
+    /// The highest revision seen; a restore sets it back to the copy's.
+    var maxRevision: Int64 = 0
     private(set) var regressions: [(from: Int64, to: Int64)] = []
-    private(set) var pending = 0
+    var pending = 0
     private(set) var lastError: String?
+    /// Rejections the device cannot show as stored conflicts because a restore replaced
+    /// its file: those it held then, and its change sets the restore abandoned.
+    var excusedRejectionSeqs: Set<Int64> = []
     private var own: [(entity: String, id: Int64)] = []
 
     private init(
-        plan: Plan, link: FaultyLink, deviceId: String, transport: HTTPSyncTransport, runner: WorkloadRunner, engine: SyncEngine
+        plan: Plan, link: FaultyLink, deviceId: String, transport: HTTPSyncTransport, engineTransport: RecordingTransport,
+        revocation: RevocationWatch, runner: WorkloadRunner, engine: SyncEngine
     ) {
         self.plan = plan
         self.link = link
         self.deviceId = deviceId
+        self.ledger = engineTransport.ledger
+        self.revocation = revocation
         self.transport = transport
+        self.engineTransport = engineTransport
         self.runner = runner
         self.engine = engine
         self.random = SplitMix64(seed: plan.seed)
@@ -77,11 +98,23 @@ actor VirtualDevice {
         transportConfiguration.readTimeout = .seconds(20)
         transportConfiguration.requestTimeout = .seconds(60)
         transportConfiguration.logger.logLevel = .error
-        transportConfiguration.observer = { stats.record($0) }
+        let revocation = RevocationWatch()
+        transportConfiguration.observer = { exchange in
+            stats.record(exchange)
+            revocation.record(exchange)
+        }
         let transport = HTTPSyncTransport(configuration: transportConfiguration)
-        let engine = try SyncEngine(databasePath: plan.databasePath, transport: transport, configuration: configuration(plan))
+        let engineTransport = RecordingTransport(base: transport, ledger: AcknowledgementLedger())
+        let engine = try SyncEngine(databasePath: plan.databasePath, transport: engineTransport, configuration: configuration(plan))
         if bootstrapThroughLink { try await engine.useToken(registered.token, deviceId: registered.deviceId) }
-        return VirtualDevice(plan: plan, link: link, deviceId: registered.deviceId, transport: transport, runner: runner, engine: engine)
+        return VirtualDevice(
+            plan: plan, link: link, deviceId: registered.deviceId, transport: transport, engineTransport: engineTransport,
+            revocation: revocation, runner: runner, engine: engine)
+    }
+
+    /// A new engine on the device's file, as after a restart of the app.
+    func openEngine() throws -> SyncEngine {
+        try SyncEngine(databasePath: plan.databasePath, transport: engineTransport, configuration: Self.configuration(plan))
     }
 
     static func configuration(_ plan: Plan) -> SyncEngineConfiguration {
@@ -96,12 +129,14 @@ actor VirtualDevice {
 
     /// Starts syncing and, with `working`, the user's actions.
     func start(working: Bool) {
+        if working { self.working = true }
         if syncTask == nil { syncTask = Task { await self.syncLoop() } }
-        if working, workTask == nil { workTask = Task { await self.workLoop() } }
+        if self.working, workTask == nil { workTask = Task { await self.workLoop() } }
     }
 
     /// Ends the user's actions; syncing goes on.
     func stopWorking() async {
+        working = false
         workTask?.cancel()
         await workTask?.value
         workTask = nil
@@ -120,17 +155,38 @@ actor VirtualDevice {
         for _ in 0..<50 where !inSync {
             try? await Task.sleep(for: .milliseconds(100))
         }
-        let working = workTask != nil
-        await stopSyncing()
-        try await engine.close()
-        engine = try SyncEngine(databasePath: plan.databasePath, transport: transport, configuration: Self.configuration(plan))
-        tally.crashes += 1
-        await observeStatus()
-        start(working: working)
+        try await replacingEngine {
+            try await self.engine.close()
+            self.engine = try self.openEngine()
+            self.tally.crashes += 1
+            await self.observeStatus()
+        }
+    }
+
+    /// Runs `body` with the loops stopped (syncing and, if it was on, working), one
+    /// engine replacement at a time, and starts them again after it, even if it throws.
+    func replacingEngine<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        if engineBusy {
+            await withCheckedContinuation { replaceWaiters.append($0) }
+        } else {
+            engineBusy = true
+        }
+        defer {
+            if replaceWaiters.isEmpty { engineBusy = false } else { replaceWaiters.removeFirst().resume() }
+        }
+        await stopLoops()
+        defer { start(working: false) }
+        return try await body()
     }
 
     /// Ends syncing and user actions; the file stays open for the verdict.
     func stopSyncing() async {
+        working = false
+        await stopLoops()
+    }
+
+    /// Ends both loops, leaving `working` as it is.
+    private func stopLoops() async {
         syncTask?.cancel()
         workTask?.cancel()
         await syncTask?.value
@@ -199,26 +255,32 @@ actor VirtualDevice {
             } catch {
                 return
             }
-            let action = WorkloadAction.pick(&random)
-            var random = self.random
-            let offline = link.isOffline
-            do {
-                let result = try await runner.run(action, on: engine, own: own, random: &random)
-                self.random = random
-                if let result, !result.isEmpty {
-                    tally.add(result, offline: offline)
-                    own += result.created
-                    if own.count > 200 { own.removeFirst(own.count - 200) }
-                    await signal.wake()
-                }
-            } catch is CancellationError {
-                return
-            } catch {
-                // E.g. a restrict delete the device's own data forbids: the app would show it; nothing was queued.
-                self.random = random
-                tally.operations.refusedLocally += 1
-            }
+            guard await act(WorkloadAction.pick(&random)) else { return }
         }
+    }
+
+    /// Runs one user action now, as the work loop does; false when cancelled.
+    @discardableResult
+    func act(_ action: WorkloadAction) async -> Bool {
+        var random = self.random
+        let offline = link.isOffline
+        do {
+            let result = try await runner.run(action, on: engine, own: own, random: &random)
+            self.random = random
+            if let result, !result.isEmpty {
+                tally.add(result, offline: offline)
+                own += result.created
+                if own.count > 200 { own.removeFirst(own.count - 200) }
+                await signal.wake()
+            }
+        } catch is CancellationError {
+            return false
+        } catch {
+            // E.g. a restrict delete the device's own data forbids: the app would show it; nothing was queued.
+            self.random = random
+            tally.operations.refusedLocally += 1
+        }
+        return true
     }
 
     /// A unit-mean exponential draw from the device's sequence.
@@ -227,7 +289,7 @@ actor VirtualDevice {
         return min(8, -log(1 - unit))
     }
 
-    private func observeStatus() async {
+    func observeStatus() async {
         guard let status = try? await engine.status() else { return }
         if status.maxRevision < maxRevision {
             regressions.append((maxRevision, status.maxRevision))

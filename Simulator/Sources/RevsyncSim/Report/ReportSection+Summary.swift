@@ -27,6 +27,7 @@ extension ReportSection {
             ["server instances", ReportFormat.count(s.instances)],
             ["seeded records", ReportFormat.count(s.seededRecords)],
             ["server faults", s.serverFaults.isEmpty ? "none" : s.serverFaults.joined(separator: ", ")],
+            ["device faults", s.deviceFaults.isEmpty ? "none" : s.deviceFaults.joined(separator: ", ")],
         ])
     }
 
@@ -88,10 +89,12 @@ extension ReportSection {
 
     static func convergence(_ c: ConvergenceSummary) -> ReportSection {
         let time = c.secondsToConverge.map(ReportFormat.seconds) ?? "did not converge"
-        return ReportSection(title: "Convergence", rows: [
+        var rows = [
             ["time to converge", time],
             ["converged devices", "\(ReportFormat.count(c.convergedDevices))/\(ReportFormat.count(c.devices))"],
-            ["bound", ReportFormat.seconds(c.boundSeconds)],
-        ])
+        ]
+        if c.revokedDevices > 0 { rows.append(["revoked (not compared)", ReportFormat.count(c.revokedDevices)]) }
+        rows.append(["bound", ReportFormat.seconds(c.boundSeconds)])
+        return ReportSection(title: "Convergence", rows: rows)
     }
 }

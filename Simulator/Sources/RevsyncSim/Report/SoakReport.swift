@@ -12,7 +12,8 @@ public struct SoakReport: Codable, Sendable, Equatable {
     public var operations: OperationCounts
     public var changeSets: ChangeSetCounts
     /// Faults injected, by kind: link fates (`reset_mid_request`, …), `offline_window`,
-    /// `device_crash`, `device_join`, `server_kill`, `redis_flush`, `redis_restart`, `postgres_restart`.
+    /// `device_crash`, `device_join`, `server_kill`, `redis_flush`, `redis_restart`, `postgres_restart`,
+    /// `device_restore`, `device_revoke`, `device_role_downgrade`.
     public var faults: [String: Int]
     public var bytes: ByteCounts
     public var catchUpLatency: CatchUpLatency
@@ -53,12 +54,14 @@ public struct SoakSettingsSummary: Codable, Sendable, Equatable {
     public var seededRecords: Int
     /// Server-side faults switched on (`server_kill`, `redis_flush`, `redis_restart`, `postgres_restart`).
     public var serverFaults: [String]
+    /// Device-side faults switched on (`device_restore`, `device_revoke`, `device_role_downgrade`).
+    public var deviceFaults: [String]
     /// The command line that replays this run.
     public var replay: String
 
     public init(
         devices: Int, joiningDevices: Int, workloadSeconds: Double, link: String, instances: Int, seededRecords: Int,
-        serverFaults: [String], replay: String
+        serverFaults: [String], deviceFaults: [String] = [], replay: String
     ) {
         self.devices = devices
         self.joiningDevices = joiningDevices
@@ -67,6 +70,7 @@ public struct SoakSettingsSummary: Codable, Sendable, Equatable {
         self.instances = instances
         self.seededRecords = seededRecords
         self.serverFaults = serverFaults
+        self.deviceFaults = deviceFaults
         self.replay = replay
     }
 }
@@ -173,15 +177,19 @@ public struct ConvergenceSummary: Codable, Sendable, Equatable {
     /// From healing every fault until every device had an empty outbox and the server's head.
     public var secondsToConverge: Double?
     public var convergedDevices: Int
+    /// The devices that had to converge: every device but the revoked ones.
     public var devices: Int
     /// The drain's bound; a device still pending after it fails the run.
     public var boundSeconds: Double
+    /// Devices revoked during the run, left out of the drain and the comparison with PostgreSQL.
+    public var revokedDevices: Int
 
-    public init(secondsToConverge: Double?, convergedDevices: Int, devices: Int, boundSeconds: Double) {
+    public init(secondsToConverge: Double?, convergedDevices: Int, devices: Int, boundSeconds: Double, revokedDevices: Int = 0) {
         self.secondsToConverge = secondsToConverge
         self.convergedDevices = convergedDevices
         self.devices = devices
         self.boundSeconds = boundSeconds
+        self.revokedDevices = revokedDevices
     }
 }
 

@@ -8,19 +8,30 @@ public enum FaultKind: String, Sendable, CaseIterable, Codable {
     case postgresRestart = "postgres_restart"
     case deviceCrash = "device_crash"
     case deviceJoin = "device_join"
+    case deviceRestore = "device_restore"
+    case deviceRevoke = "device_revoke"
+    case deviceRoleDowngrade = "device_role_downgrade"
 
-    /// The faults that hit the server side (switched on by flags).
+    /// The faults that hit the server side (switched on by `--faults`).
     public static let serverSide: [FaultKind] = [.serverKill, .redisFlush, .redisRestart, .postgresRestart]
+    /// The faults that hit one device's standing with the server (switched on by `--faults`).
+    public static let deviceSide: [FaultKind] = [.deviceRestore, .deviceRevoke, .deviceRoleDowngrade]
+    /// Everything `--faults` can name (and `all` switches on).
+    public static let switchable: [FaultKind] = serverSide + deviceSide
+
+    /// The `--faults` spelling: `server-kill`, `device-restore`, …
+    public var optionName: String { rawValue.replacingOccurrences(of: "_", with: "-") }
 }
 
 /// One planned fault: when (from the workload's start), what, and on which instance or device.
 struct ScheduledFault: Sendable, Equatable {
     var at: Duration
     var kind: FaultKind
-    /// The server instance killed, or the device crashed or joining (its index).
+    /// The server instance killed, or the device crashed, joining, restored, revoked or downgraded (its index).
     var target: Int
-    /// How long a killed server stays down before it is started again.
-    var downtime: Duration
+    /// How long a killed server stays down before it is started again; how long a
+    /// restored device keeps working between the copy of its file and the restore.
+    var duration: Duration
 }
 
 /// The run's fault timeline, drawn from the seed before the run starts, so the
@@ -32,9 +43,16 @@ struct ScheduledFault: Sendable, Equatable {
 /// 65 % and 80 % of the first period or of the run, whichever is shorter.
 /// Device crashes fall between 10 % and 90 % of the run, joins between 10 %
 /// and 60 % (so joiners still work and converge).
+///
+/// Device-side faults work the same way, at a random point of a window of the
+/// first period or of the run: a restore every 6 minutes (the copy at 20–45 %,
+/// the restore 15–25 % of the window later), a revocation every 10 (at 30–60 %),
+/// a role downgrade every 8 (at 25–55 %). Each picks a device no other
+/// device-side fault and, while there are others, no crash picked; a downgrade
+/// picks a member (every tenth device is an admin).
 enum FaultPlan {
     static func make(
-        workload: Duration, serverFaults: Set<FaultKind>, instances: Int, devices: Int, joining: Int, crashes: Int, seed: UInt64
+        workload: Duration, faults enabled: Set<FaultKind>, instances: Int, devices: Int, joining: Int, crashes: Int, seed: UInt64
     ) -> [ScheduledFault] {
         var random = SplitMix64(seed: seed ^ 0xFA_17)
         let total = workload.inSeconds
@@ -42,23 +60,55 @@ enum FaultPlan {
         let periodic: [(FaultKind, Double, Double)] = [
             (.serverKill, 300, 0.35), (.redisFlush, 420, 0.50), (.redisRestart, 660, 0.65), (.postgresRestart, 780, 0.80),
         ]
-        for (kind, period, phase) in periodic where serverFaults.contains(kind) {
+        for (kind, period, phase) in periodic where enabled.contains(kind) {
             var at = min(period, total) * phase
             while at < total * 0.9 {
                 let target = kind == .serverKill ? Int(random.next() % UInt64(max(1, instances))) : 0
                 let downtime = kind == .serverKill ? 2 + random.nextUnit() * 3 : 0
-                faults.append(ScheduledFault(at: .seconds(at), kind: kind, target: target, downtime: .seconds(downtime)))
+                faults.append(ScheduledFault(at: .seconds(at), kind: kind, target: target, duration: .seconds(downtime)))
                 at += period
             }
         }
         for _ in 0..<crashes where devices > 0 {
             let at = total * (0.1 + 0.8 * random.nextUnit())
-            faults.append(ScheduledFault(at: .seconds(at), kind: .deviceCrash, target: Int(random.next() % UInt64(devices)), downtime: .zero))
+            faults.append(ScheduledFault(at: .seconds(at), kind: .deviceCrash, target: Int(random.next() % UInt64(devices)), duration: .zero))
         }
         for joiner in 0..<joining {
             let at = total * (0.1 + 0.5 * random.nextUnit())
-            faults.append(ScheduledFault(at: .seconds(at), kind: .deviceJoin, target: devices + joiner, downtime: .zero))
+            faults.append(ScheduledFault(at: .seconds(at), kind: .deviceJoin, target: devices + joiner, duration: .zero))
         }
+        // Planned last, so that adding them leaves the draws above (and older seeds' plans) as they were.
+        let crashed = Set(faults.filter { $0.kind == .deviceCrash }.map(\.target))
+        faults += deviceSide(total: total, enabled: enabled, devices: devices, crashed: crashed, random: &random)
         return faults.sorted { $0.at < $1.at }
+    }
+
+    private static func deviceSide(
+        total: Double, enabled: Set<FaultKind>, devices: Int, crashed: Set<Int>, random: inout SplitMix64
+    ) -> [ScheduledFault] {
+        guard devices > 0 else { return [] }
+        // (kind, period, window start, window width): all as fractions of the first period or the run.
+        let periodic: [(FaultKind, Double, Double, Double)] = [
+            (.deviceRestore, 360, 0.20, 0.25), (.deviceRevoke, 600, 0.30, 0.30), (.deviceRoleDowngrade, 480, 0.25, 0.30),
+        ]
+        var taken: Set<Int> = []
+        var faults: [ScheduledFault] = []
+        for (kind, period, start, width) in periodic where enabled.contains(kind) {
+            let window = min(period, total)
+            var at = window * (start + width * random.nextUnit())
+            while at < total * 0.9 {
+                let candidates = (0..<devices).filter { kind != .deviceRoleDowngrade || DeviceRole.of($0) == DeviceRole.member }
+                let free = candidates.filter { !taken.contains($0) }
+                let preferred = free.filter { !crashed.contains($0) }
+                let pool = !preferred.isEmpty ? preferred : !free.isEmpty ? free : candidates
+                guard !pool.isEmpty else { break }
+                let target = pool[Int(random.next() % UInt64(pool.count))]
+                taken.insert(target)
+                let span = kind == .deviceRestore ? window * (0.15 + 0.10 * random.nextUnit()) : 0
+                faults.append(ScheduledFault(at: .seconds(at), kind: kind, target: target, duration: .seconds(span)))
+                at += period
+            }
+        }
+        return faults
     }
 }

@@ -30,9 +30,9 @@ extension SoakRun {
             case .serverKill:
                 let index = fault.target % fleet.count
                 note(fault.kind.rawValue, "instance \(index) (port \(fleet.configuration.ports[index])) killed with SIGKILL, "
-                    + "down for \(format(fault.downtime))")
+                    + "down for \(format(fault.duration))")
                 try await fleet.kill(index)
-                try? await Task.sleep(for: fault.downtime)
+                try? await Task.sleep(for: fault.duration)
                 try await fleet.restart(index)
                 note("server_restart", "instance \(index) ready again")
             case .redisFlush:
@@ -57,10 +57,57 @@ extension SoakRun {
                 devices.append(device)
                 note(fault.kind.rawValue, "\(device.plan.name) registered; bootstraps from /snapshot through its link")
                 await device.start(working: true)
+            case .deviceRestore:
+                guard fault.target < devices.count else { return }
+                try await restore(devices[fault.target], after: fault.duration)
+            case .deviceRevoke:
+                guard fault.target < devices.count else { return }
+                try await revoke(fault.target, fleet: fleet, adminToken: adminToken)
+            case .deviceRoleDowngrade:
+                guard fault.target < devices.count else { return }
+                let device = devices[fault.target]
+                let info = try await admin(for: fault.target, fleet: fleet, adminToken: adminToken)
+                    .setRole(device.deviceId, to: DeviceRole.viewer)
+                guard info.role == DeviceRole.viewer else {
+                    throw SoakError("PATCH /devices/\(device.deviceId) answered role \(info.role), not \(DeviceRole.viewer)")
+                }
+                note(fault.kind.rawValue, "\(device.plan.name) downgraded from \(device.plan.role) to viewer; it keeps editing "
+                    + "as a \(device.plan.role), the server refuses (forbidden) and its corrective sets must repair it")
             }
         } catch {
             injectionFailures.append("\(fault.kind.rawValue) at \(format(fault.at)): \(error)")
             note("error", "\(fault.kind.rawValue) failed: \(error)")
         }
+    }
+
+    /// Copies the device's file, makes it work on so that the server moves past the
+    /// copy, then puts the copy back under a new engine with the same token.
+    private func restore(_ device: VirtualDevice, after span: Duration) async throws {
+        try await device.takeCopy()
+        note(FaultKind.deviceRestore.rawValue, "\(device.plan.name): copy of its file taken (engine closed); "
+            + "it works on for \(format(span)), then restarts from the copy")
+        // New seqs and temporary ids at once, so the server moves past the copy even for a slow user.
+        for action in [WorkloadAction.createScreenTree, .createTraining, .updateOwn] { await device.act(action) }
+        try? await Task.sleep(for: span)
+        let summary = try await device.restoreCopy(settle: .seconds(20))
+        note("device_restored", "\(device.plan.name) restarted from its copy of \(format(summary.copyAge)) ago: revision "
+            + "\(summary.revisionBefore) → \(summary.revisionAfter), \(summary.acknowledgedSinceCopy) change sets acknowledged "
+            + "since the copy, \(summary.abandoned) pending ones abandoned")
+    }
+
+    /// Revokes the device on another instance than its own (when there are several),
+    /// so that the revocation must travel; records when the server acknowledged it.
+    private func revoke(_ index: Int, fleet: ServerFleet, adminToken: String) async throws {
+        let device = devices[index]
+        try await admin(for: index, fleet: fleet, adminToken: adminToken).revoke(device.deviceId)
+        device.revocation.revoked(at: .now)
+        revokedDevices.insert(index)
+        note(FaultKind.deviceRevoke.rawValue, "\(device.plan.name) revoked on instance \((index + 1) % fleet.count); "
+            + "it keeps working, every request of its token must get 401 and nothing it sends may be committed")
+    }
+
+    /// The admin endpoints on the instance after the device's own.
+    private func admin(for index: Int, fleet: ServerFleet, adminToken: String) -> DeviceAdmin {
+        DeviceAdmin(baseURL: fleet.baseURL((index + 1) % fleet.count), adminToken: adminToken)
     }
 }

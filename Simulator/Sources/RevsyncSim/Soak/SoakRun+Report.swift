@@ -28,13 +28,14 @@ extension SoakRun {
             settings: SoakSettingsSummary(
                 devices: settings.devices, joiningDevices: settings.joining, workloadSeconds: settings.workload.inSeconds,
                 link: settings.linkKnobs.isEmpty ? settings.link : settings.link + " with changes", instances: settings.instances, seededRecords: seedIndex.records,
-                serverFaults: settings.effectiveServerFaults.map(\.rawValue).sorted(), replay: settings.replayCommand),
+                serverFaults: FaultKind.serverSide.filter(settings.effectiveFaults.contains).map(\.rawValue),
+                deviceFaults: FaultKind.deviceSide.filter(settings.effectiveFaults.contains).map(\.rawValue), replay: settings.replayCommand),
             startedAt: startedAt, totalSeconds: (clock.now - started).inSeconds, verdict: VerdictSummary(checks: checks),
             operations: operations, changeSets: tally.changeSets, faults: faults, bytes: stats.bytes,
             catchUpLatency: CatchUpLatency(devices: stats.catchUpLatency, server: serverLatency),
             convergence: ConvergenceSummary(
-                secondsToConverge: secondsToConverge, convergedDevices: convergedDevices, devices: devices.count,
-                boundSeconds: settings.drainBound.inSeconds),
+                secondsToConverge: secondsToConverge, convergedDevices: convergedDevices, devices: devices.count - revokedDevices.count,
+                boundSeconds: settings.drainBound.inSeconds, revokedDevices: revokedDevices.count),
             timeline: timeline, events: events)
         let paths = try ReportWriter.write(report, to: settings.runDirectory, name: settings.reportName)
         say(ReportTable.render(report))

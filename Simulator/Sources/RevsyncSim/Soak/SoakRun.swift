@@ -30,6 +30,8 @@ public actor SoakRun {
     var secondsToConverge: Double?
     var convergedDevices = 0
     var injectionFailures: [String] = []
+    /// Devices (by index) the run revoked: they cannot converge, so the drain and the comparison leave them out.
+    var revokedDevices: Set<Int> = []
     var offlineNow: [Int: Bool] = [:]
     var progressShown = false
     var lastProgressPrint = ContinuousClock.now - .seconds(60)
@@ -87,7 +89,7 @@ public actor SoakRun {
             say("bootstrapped \(devices.count) devices in \(format(clock.now - bootstrapStarted))")
 
             let faults = FaultPlan.make(
-                workload: settings.workload, serverFaults: settings.effectiveServerFaults, instances: fleet.count,
+                workload: settings.workload, faults: settings.effectiveFaults, instances: fleet.count,
                 devices: settings.devices, joining: settings.joining, crashes: settings.crashes, seed: settings.seed)
 
             let report: SoakReport = try await SoakDatabase.withClient(url: databaseURL, logger: logger) { client in
@@ -183,9 +185,9 @@ public actor SoakRun {
         let instance = index % fleet.count
         // Every tenth device is an admin; a third of the members use an app that skips the local
         // permission check, so the server's `forbidden` path and its corrective sets get exercised.
-        let role = index % 10 == 0 ? "admin" : "member"
+        let role = DeviceRole.of(index)
         let plan = VirtualDevice.Plan(
-            index: index, name: "sim-\(index)", role: role, checksPermissions: role == "admin" || index % 3 != 1,
+            index: index, name: "sim-\(index)", role: role, checksPermissions: role == DeviceRole.admin || index % 3 != 1,
             databasePath: settings.runDirectory + "/devices/device-\(index).sqlite",
             seed: settings.seed &+ UInt64(index) &* 0x9E37_79B9, thinkTime: settings.thinkTime, pollInterval: .seconds(5))
         try FileManager.default.createDirectory(atPath: settings.runDirectory + "/devices", withIntermediateDirectories: true)
@@ -214,10 +216,10 @@ public actor SoakRun {
             let head = await SoakDatabase.head(client, logger: logger) ?? self.head
             self.head = head
             var waiting: [Int] = []
-            for (index, device) in devices.enumerated() where await !device.hasConverged(to: head) {
-                waiting.append(index)
+            for (index, device) in devices.enumerated() where !revokedDevices.contains(index) {
+                if await !device.hasConverged(to: head) { waiting.append(index) }
             }
-            convergedDevices = devices.count - waiting.count
+            convergedDevices = devices.count - revokedDevices.count - waiting.count
             if waiting.isEmpty {
                 secondsToConverge = (clock.now - start).inSeconds
                 note("drain", "every device converged in \(format(clock.now - start))")
@@ -233,17 +235,24 @@ public actor SoakRun {
 
     private func verdict(databaseURL: String, stuck: [Int]) async throws -> [VerdictCheck] {
         var acknowledged: Set<ChangeSetRef> = []
+        var content: [AcknowledgedChangeSet] = []
         var regressions: [RevisionRegression] = []
+        var revoked: [RevokedDevice] = []
+        var excused: Set<ChangeSetRef> = []
         for device in devices {
             for seq in await device.acknowledgedSeqs { acknowledged.insert(ChangeSetRef(device: device.deviceId, seq: seq)) }
+            content += device.ledger.acknowledged(by: device.deviceId)
             for (from, to) in await device.regressions {
                 regressions.append(RevisionRegression(device: device.deviceId, from: from, to: to))
             }
+            if let summary = device.revocation.summary(device: device.deviceId) { revoked.append(summary) }
+            for seq in await device.excusedRejectionSeqs { excused.insert(ChangeSetRef(device: device.deviceId, seq: seq)) }
         }
         var engines: [any VerdictDevice] = []
         for device in devices { engines.append(await device.syncEngine) }
-        var checks = try await VerdictGatherer(databaseURL: databaseURL, logger: logger)
-            .checks(devices: engines, acknowledged: acknowledged, regressions: regressions)
+        var checks = try await VerdictGatherer(databaseURL: databaseURL, logger: logger).checks(
+            devices: engines, acknowledged: acknowledged, regressions: regressions, acknowledgedContent: content,
+            revoked: revoked, excusedRejections: excused)
         if !stuck.isEmpty {
             var details: [String] = []
             for index in stuck.prefix(5) {
@@ -253,7 +262,8 @@ public actor SoakRun {
             }
             checks.append(VerdictCheck(
                 name: "drain", passed: false,
-                detail: "\(stuck.count) of \(devices.count) devices had not converged \(Int(settings.drainBound.inSeconds)) s after healing: "
+                detail: "\(stuck.count) of \(devices.count - revokedDevices.count) devices had not converged "
+                    + "\(Int(settings.drainBound.inSeconds)) s after healing: "
                     + details.joined(separator: "; ")))
         }
         return checks

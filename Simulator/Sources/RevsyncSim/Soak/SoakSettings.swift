@@ -13,7 +13,8 @@ public struct SoakSettings: Sendable {
     public var seed: UInt64
     /// Records seeded before the devices start.
     public var seedRecords = 100_000
-    public var serverFaults: Set<FaultKind> = [.serverKill, .redisFlush]
+    /// Server-side and device-side faults switched on (`FaultKind.switchable`); crashes and joins are counted apart.
+    public var faults: Set<FaultKind> = [.serverKill, .redisFlush]
     /// Devices killed mid-sync and restarted from their file; nil: a fifth of `devices`.
     public var deviceCrashes: Int?
     /// Shared records every device keeps touching (the source of conflicts).
@@ -62,8 +63,8 @@ public struct SoakSettings: Sendable {
     var joining: Int { joiningDevices ?? devices / 10 }
     var crashes: Int { deviceCrashes ?? devices / 5 }
 
-    /// The server-side faults that can happen with these settings (no Redis, no Redis faults).
-    var effectiveServerFaults: Set<FaultKind> {
-        redisURL == nil ? serverFaults.subtracting([.redisFlush, .redisRestart]) : serverFaults
+    /// The switched faults that can happen with these settings (no Redis, no Redis faults).
+    var effectiveFaults: Set<FaultKind> {
+        redisURL == nil ? faults.subtracting([.redisFlush, .redisRestart]) : faults
     }
 }

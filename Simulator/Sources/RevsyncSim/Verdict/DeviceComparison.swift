@@ -35,12 +35,17 @@ public struct DeviceComparison: Sendable, Hashable, Codable {
     public var mismatches: [DigestMismatch]
     /// The first differing record of the first mismatch, on both sides (from `RecordDifference`).
     public var firstDifference: String?
+    /// Devices left out of the comparison: revoked ones, which cannot converge.
+    public var notCompared: Int
 
-    public init(devices: Int, postgres: [EntityDigest], mismatches: [DigestMismatch], firstDifference: String? = nil) {
+    public init(
+        devices: Int, postgres: [EntityDigest], mismatches: [DigestMismatch], firstDifference: String? = nil, notCompared: Int = 0
+    ) {
         self.devices = devices
         self.postgres = postgres
         self.mismatches = mismatches
         self.firstDifference = firstDifference
+        self.notCompared = notCompared
     }
 }
 

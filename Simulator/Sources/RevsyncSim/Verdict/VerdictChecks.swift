@@ -6,10 +6,12 @@ public enum VerdictChecks {
     public enum Name {
         public static let devicesEqual = "devices equal PostgreSQL"
         public static let lostChangeSets = "lost change sets"
+        public static let acknowledgedContent = "acknowledged content"
         public static let duplicateRecords = "duplicate records"
         public static let gapFreeLog = "gap-free log"
         public static let revisionRegressions = "revision regressions"
         public static let rejectionsDelivered = "rejections delivered"
+        public static let revokedTokens = "revoked tokens"
         public static let liveness = "liveness"
     }
 
@@ -20,10 +22,11 @@ public enum VerdictChecks {
     public static func devicesEqual(_ comparison: DeviceComparison) -> VerdictCheck {
         let records = comparison.postgres.reduce(0) { $0 + $1.count }
         let entities = comparison.postgres.count
+        let left = comparison.notCompared > 0 ? "; \(comparison.notCompared) revoked devices not compared" : ""
         guard let first = comparison.mismatches.first else {
             return VerdictCheck(
                 name: Name.devicesEqual, passed: true,
-                detail: "\(comparison.devices) devices equal to PostgreSQL (\(entities) entities, \(records) records)")
+                detail: "\(comparison.devices) devices equal to PostgreSQL (\(entities) entities, \(records) records)" + left)
         }
         let devices = Set(comparison.mismatches.map(\.device)).count
         var detail = "\(devices) of \(comparison.devices) devices differ (\(comparison.mismatches.count) entity digests); "
@@ -36,7 +39,7 @@ public enum VerdictChecks {
             detail += "\(first.deviceDigest?.count ?? 0) records vs PostgreSQL's \(first.postgresDigest.count)"
         }
         if let difference = comparison.firstDifference { detail += "; " + difference }
-        return VerdictCheck(name: Name.devicesEqual, passed: false, detail: detail)
+        return VerdictCheck(name: Name.devicesEqual, passed: false, detail: detail + left)
     }
 
     /// Every change set a device saw acknowledged is in the log.
@@ -45,6 +48,49 @@ public enum VerdictChecks {
         var detail = "lost \(lost.count) of \(acknowledged.count) acknowledged"
         if !lost.isEmpty { detail += ": " + list(lost) }
         return VerdictCheck(name: Name.lostChangeSets, passed: lost.isEmpty, detail: detail)
+    }
+
+    /// The log entry at every acknowledged revision holds what the device sent under that seq.
+    public static func acknowledgedContent(_ audit: ContentAudit) -> VerdictCheck {
+        let compared = audit.acknowledged - audit.pruned
+        var detail = "\(compared - audit.mismatches.count) of \(compared) acknowledged change sets hold what their device sent"
+        if audit.pruned > 0 { detail += " (\(audit.pruned) pruned, not compared)" }
+        if !audit.mismatches.isEmpty { detail += "; differ: " + list(audit.mismatches) }
+        return VerdictCheck(name: Name.acknowledgedContent, passed: audit.mismatches.isEmpty, detail: detail)
+    }
+
+    /// Nothing was committed for a revoked device since its revocation, and its token
+    /// got no 2xx answer once the revocation had had time to reach every instance.
+    /// - Parameters:
+    ///   - audit: PostgreSQL's revocations; nil when it has no `revoked_at` column.
+    ///   - devices: the devices the run revoked, with the answers their tokens got since.
+    public static func revokedTokens(_ audit: RevocationAudit?, devices: [RevokedDevice]) -> VerdictCheck {
+        let revokedInPostgres = audit?.revoked.count ?? 0
+        guard !devices.isEmpty || revokedInPostgres > 0 || !(audit?.commitsAfter.isEmpty ?? true) else {
+            return VerdictCheck(name: Name.revokedTokens, passed: true, detail: "no device revoked")
+        }
+        var problems: [String] = []
+        if let audit {
+            let unknown = devices.filter { !audit.revoked.contains($0.device) }.map(\.device).sorted()
+            if !unknown.isEmpty { problems.append("\(unknown.count) revoked devices not revoked in PostgreSQL: " + list(unknown)) }
+            if !audit.commitsAfter.isEmpty {
+                problems.append("\(audit.commitsAfter.count) revoked devices have change sets committed since: " + list(audit.commitsAfter))
+            }
+        } else {
+            problems.append("revsync_devices has no revoked_at column: what was committed after a revocation cannot be told")
+        }
+        let accepted = devices.filter { $0.accepted > 0 }
+        if !accepted.isEmpty { problems.append("\(accepted.count) revoked devices got 2xx answers: " + list(accepted)) }
+        guard problems.isEmpty else { return VerdictCheck(name: Name.revokedTokens, passed: false, detail: problems.joined(separator: "; ")) }
+        let refused = devices.reduce(0) { $0 + $1.refused }
+        let other = devices.reduce(0) { $0 + $1.other }
+        let early = devices.reduce(0) { $0 + $1.acceptedWithinBound }
+        var detail = "\(devices.count) revoked devices: \(refused) requests refused with 401"
+        if other > 0 { detail += ", \(other) unanswered or other errors" }
+        detail += ", none accepted"
+        if early > 0 { detail += " (\(early) accepted within \(Int(RevocationWatch.propagationBound.inSeconds)) s of the revocation)" }
+        detail += "; nothing committed since (\(revokedInPostgres) revoked in PostgreSQL)"
+        return VerdictCheck(name: Name.revokedTokens, passed: true, detail: detail)
     }
 
     /// No temporary id became two records, and no change set was committed twice.
@@ -76,9 +122,17 @@ public enum VerdictChecks {
     }
 
     /// Every change set the server rejected reached its device as a conflict.
-    public static func rejectionsDelivered(_ rejections: [ServerRejection], delivered: Set<ChangeSetRef>) -> VerdictCheck {
-        let missing = rejections.filter { !delivered.contains($0.changeSet) }
-        var detail = "\(rejections.count - missing.count) of \(rejections.count) rejections delivered"
+    /// - Parameter excused: change sets whose answer the device cannot have had: still
+    ///   pending on a revoked device (every later request was refused), or abandoned by a restore.
+    public static func rejectionsDelivered(
+        _ rejections: [ServerRejection], delivered: Set<ChangeSetRef>, excused: Set<ChangeSetRef> = []
+    ) -> VerdictCheck {
+        let undelivered = rejections.filter { !delivered.contains($0.changeSet) }
+        let missing = undelivered.filter { !excused.contains($0.changeSet) }
+        var detail = "\(rejections.count - undelivered.count) of \(rejections.count) rejections delivered"
+        if undelivered.count > missing.count {
+            detail += ", \(undelivered.count - missing.count) excused (pending on revoked devices or lost with a restore)"
+        }
         if !missing.isEmpty {
             detail += "; not delivered: " + list(missing.map { "\($0.changeSet) (\($0.code))" })
         }

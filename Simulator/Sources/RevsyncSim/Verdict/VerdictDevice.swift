@@ -8,6 +8,8 @@ public protocol VerdictDevice: Sendable {
     func records(of entity: String) async throws -> [DeviceRecord]
     /// The `seq`s of the rejections the device received as conflicts.
     func deliveredRejectionSeqs() async throws -> Set<Int64>
+    /// The `seq`s still in the device's outbox.
+    func pendingSeqs() async throws -> Set<Int64>
 }
 
 public struct VerdictDeviceStatus: Sendable, Hashable {
@@ -37,5 +39,9 @@ extension SyncEngine: VerdictDevice {
     /// From the stored conflict notifications: the run must not dismiss them.
     public func deliveredRejectionSeqs() async throws -> Set<Int64> {
         Set(try await storedConflicts().compactMap(\.seq))
+    }
+
+    public func pendingSeqs() async throws -> Set<Int64> {
+        Set(try await pendingChangeSets().compactMap(\.seq))
     }
 }

@@ -7,7 +7,8 @@ import RevsyncRules
 ///
 /// ```swift
 /// let evidence = try await VerdictGatherer(databaseURL: url).gather(
-///     devices: engines, acknowledged: acknowledgedPairs, regressions: regressions)
+///     devices: engines, acknowledged: acknowledgedPairs, regressions: regressions,
+///     acknowledgedContent: sentAndAcknowledged, revoked: revokedDevices)
 /// report.verdict = VerdictSummary(checks: evidence.checks)
 /// ```
 ///
@@ -28,32 +29,55 @@ public struct VerdictGatherer: Sendable {
     ///   - devices: the run's devices, open and no longer syncing.
     ///   - acknowledged: the (device, seq) pairs the devices saw acknowledged during the run.
     ///   - regressions: the maxRevision decreases the devices showed during the run.
+    ///   - acknowledgedContent: what the devices sent under each acknowledged seq, with the acknowledged revision.
+    ///   - revoked: the devices the run revoked: left out of the comparison with PostgreSQL
+    ///     and of liveness (they cannot converge), checked for what their tokens got.
+    ///   - excusedRejections: rejections a device cannot have received, besides those still
+    ///     pending on a revoked device (the verdict finds those): a restore's abandoned change sets.
     public func checks(
-        devices: [any VerdictDevice], acknowledged: Set<ChangeSetRef>, regressions: [RevisionRegression]
+        devices: [any VerdictDevice], acknowledged: Set<ChangeSetRef>, regressions: [RevisionRegression],
+        acknowledgedContent: [AcknowledgedChangeSet] = [], revoked: [RevokedDevice] = [], excusedRejections: Set<ChangeSetRef> = []
     ) async throws -> [VerdictCheck] {
-        try await gather(devices: devices, acknowledged: acknowledged, regressions: regressions).checks
+        try await gather(
+            devices: devices, acknowledged: acknowledged, regressions: regressions, acknowledgedContent: acknowledgedContent,
+            revoked: revoked, excusedRejections: excusedRejections
+        ).checks
     }
 
     public func gather(
-        devices: [any VerdictDevice], acknowledged: Set<ChangeSetRef>, regressions: [RevisionRegression]
+        devices: [any VerdictDevice], acknowledged: Set<ChangeSetRef>, regressions: [RevisionRegression],
+        acknowledgedContent: [AcknowledgedChangeSet] = [], revoked: [RevokedDevice] = [], excusedRejections: Set<ChangeSetRef> = []
     ) async throws -> VerdictEvidence {
         let logger = self.logger
+        let revokedIds = Set(revoked.map(\.device))
         return try await VerdictDatabase.withDatabase(url: databaseURL, logger: logger) { database in
-            let (schema, postgres, audit) = try await database.inSnapshot { connection in
+            let (schema, postgres, audit, content, revocations) = try await database.inSnapshot { connection in
                 let schema = try await VerdictDatabase.schema(on: connection, logger: logger)
                 let digests = try await VerdictDatabase.digests(of: schema, on: connection, logger: logger)
                 let audit = try await VerdictDatabase.audit(on: connection, logger: logger)
-                return (schema, digests, audit)
+                let content = try await VerdictDatabase.contentAudit(
+                    of: acknowledgedContent, horizon: audit.horizon, schema: schema, on: connection, logger: logger)
+                let revocations = try await VerdictDatabase.revocations(on: connection, logger: logger)
+                return (schema, digests, audit, content, revocations)
             }
             var mismatches: [DigestMismatch] = []
             var firstMismatch: (device: any VerdictDevice, entity: Entity)?
             var lagging: [DeviceLag] = []
             var delivered: Set<ChangeSetRef> = []
+            var excused = excusedRejections
             var deviceIds: Set<String> = []
+            var compared = 0
             for device in devices {
                 let status = try await device.verdictStatus()
                 let id = status.deviceId.lowercased()
                 deviceIds.insert(id)
+                for seq in try await device.deliveredRejectionSeqs() { delivered.insert(ChangeSetRef(device: id, seq: seq)) }
+                if revokedIds.contains(id) {
+                    // Its pending change sets' answers were refused with the rest of its requests.
+                    for seq in try await device.pendingSeqs() { excused.insert(ChangeSetRef(device: id, seq: seq)) }
+                    continue
+                }
+                compared += 1
                 let found = try await Self.compare(device, id: id, schema: schema, postgres: postgres)
                 if firstMismatch == nil, let mismatch = found.first(where: { $0.error == nil }), let entity = schema.entity(named: mismatch.entity) {
                     firstMismatch = (device, entity)
@@ -64,7 +88,6 @@ public struct VerdictGatherer: Sendable {
                 {
                     lagging.append(lag)
                 }
-                for seq in try await device.deliveredRejectionSeqs() { delivered.insert(ChangeSetRef(device: id, seq: seq)) }
             }
             var firstDifference: String?
             if let (device, entity) = firstMismatch {
@@ -76,10 +99,12 @@ public struct VerdictGatherer: Sendable {
             }
             return VerdictEvidence(
                 comparison: DeviceComparison(
-                    devices: devices.count, postgres: postgres, mismatches: mismatches, firstDifference: firstDifference),
+                    devices: compared, postgres: postgres, mismatches: mismatches, firstDifference: firstDifference,
+                    notCompared: devices.count - compared),
                 audit: audit, acknowledged: acknowledged, regressions: regressions,
                 rejections: audit.rejections.filter { deviceIds.contains($0.changeSet.device) },
-                delivered: delivered, lagging: lagging)
+                delivered: delivered, lagging: lagging, content: content, revocations: revocations, revoked: revoked,
+                excusedRejections: excused)
         }
     }
 
@@ -117,16 +142,25 @@ public struct VerdictEvidence: Sendable {
     public var rejections: [ServerRejection]
     /// The (device, seq) pairs of the conflicts the devices hold.
     public var delivered: Set<ChangeSetRef>
+    /// Devices compared with PostgreSQL that had not converged.
     public var lagging: [DeviceLag]
+    public var content: ContentAudit
+    /// nil when PostgreSQL has no `revoked_at` (a server from before revocation).
+    public var revocations: RevocationAudit?
+    public var revoked: [RevokedDevice]
+    /// Rejections the devices cannot have received (see `VerdictChecks.rejectionsDelivered`).
+    public var excusedRejections: Set<ChangeSetRef>
 
     public var checks: [VerdictCheck] {
         [
             VerdictChecks.devicesEqual(comparison),
             VerdictChecks.lostChangeSets(acknowledged: acknowledged, committed: audit.committed),
+            VerdictChecks.acknowledgedContent(content),
             VerdictChecks.duplicateRecords(audit.duplicates, repeated: audit.repeated),
             VerdictChecks.gapFreeLog(audit.gaps),
             VerdictChecks.revisionRegressions(regressions),
-            VerdictChecks.rejectionsDelivered(rejections, delivered: delivered),
+            VerdictChecks.rejectionsDelivered(rejections, delivered: delivered, excused: excusedRejections),
+            VerdictChecks.revokedTokens(revocations, devices: revoked),
             VerdictChecks.liveness(lagging, devices: comparison.devices, head: audit.head),
         ]
     }

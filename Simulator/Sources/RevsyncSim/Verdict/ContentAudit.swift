@@ -1,0 +1,51 @@
+import RevsyncRules
+import RevsyncWire
+
+/// An acknowledged change set whose log entry does not hold what the device sent.
+public struct ContentMismatch: Sendable, Hashable, Codable, CustomStringConvertible {
+    public var device: String
+    public var seq: Int64
+    public var revision: Int64
+    /// What differs, e.g. `notes: created temporary ids -12 but the entry created -7, -8`.
+    public var problem: String
+
+    public init(device: String, seq: Int64, revision: Int64, problem: String) {
+        self.device = device.lowercased()
+        self.seq = seq
+        self.revision = revision
+        self.problem = problem
+    }
+
+    public var description: String { "device \(device) seq \(seq) at revision \(revision): \(problem)" }
+}
+
+/// Every acknowledged change set against the log entry at the revision its
+/// acknowledgement named ("acknowledged content").
+public struct ContentAudit: Sendable, Hashable {
+    /// Acknowledgements compared (pruned ones included).
+    public var acknowledged = 0
+    /// At or below the horizon: the entry was pruned, so the content cannot be compared.
+    public var pruned = 0
+    public var mismatches: [ContentMismatch] = []
+
+    public init(acknowledged: Int = 0, pruned: Int = 0, mismatches: [ContentMismatch] = []) {
+        self.acknowledged = acknowledged
+        self.pruned = pruned
+        self.mismatches = mismatches
+    }
+
+    /// Compares one acknowledgement with the entry read at its revision (nil: none there).
+    /// - Parameter temporaryIds: the device's temporary ids mapped to permanent ones (`revsync_temp_ids`).
+    public mutating func check(
+        _ ack: AcknowledgedChangeSet, entry: LoggedChangeSet?, horizon: Int64, temporaryIds: [Int64: Int64], schema: DatasetSchema
+    ) {
+        acknowledged += 1
+        if entry == nil, ack.revision <= horizon {
+            pruned += 1
+            return
+        }
+        if let problem = AcknowledgedContent.difference(ack, entry: entry, temporaryIds: temporaryIds, schema: schema) {
+            mismatches.append(ContentMismatch(device: ack.device, seq: ack.seq, revision: ack.revision, problem: problem))
+        }
+    }
+}
