@@ -53,7 +53,9 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
+            resources: [.copy("Resources/openapi.json")],
             swiftSettings: swiftSettings
         ),
         // Debian's hiredis (libhiredis-dev) as a Swift module.

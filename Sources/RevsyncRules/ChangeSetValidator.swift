@@ -8,10 +8,13 @@ import RevsyncWire
 public struct ChangeSetValidator: Sendable {
     public let schema: DatasetSchema
     public let role: String
+    /// Most creates, updates and deletes in one change set.
+    public let maxOperations: Int
 
-    public init(schema: DatasetSchema, role: String) {
+    public init(schema: DatasetSchema, role: String, maxOperations: Int = .max) {
         self.schema = schema
         self.role = role
+        self.maxOperations = maxOperations
     }
 
     public func validate(_ changeSet: ChangeSet) -> Result<NormalizedChangeSet, ConflictReason> {
@@ -33,6 +36,9 @@ public struct ChangeSetValidator: Sendable {
         }
         guard operations > 0 else {
             throw invalid(nil, nil, "the change set holds no create, update or delete: send only change sets that change something")
+        }
+        guard operations <= maxOperations else {
+            throw invalid(nil, nil, "the change set holds \(operations) operations; the limit is \(maxOperations): split it into smaller change sets")
         }
 
         // Temporary ids created anywhere in the set may be referenced from any entity in it.

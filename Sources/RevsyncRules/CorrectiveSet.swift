@@ -22,6 +22,8 @@ public struct CorrectiveSet: Sendable {
     public var present: [String: [(record: StoredRecord, temporaryId: Int64?)]] = [:]
     /// Ids (permanent or temporary) the device must drop.
     public var absent: [String: [Int64]] = [:]
+    /// About how many bytes `encoded` will write, so a reader can stop before a repair grows past its limit.
+    public private(set) var approximateBytes = 160
 
     public init(seq: Int64?, reason: ConflictReason) {
         self.seq = seq
@@ -32,24 +34,37 @@ public struct CorrectiveSet: Sendable {
         if !types.contains(entity) { types.append(entity) }
         guard !(present[entity] ?? []).contains(where: { $0.record.id == record.id }) else { return }
         present[entity, default: []].append((record, temporaryId))
+        approximateBytes += 48 + record.values.reduce(0) { $0 + $1.key.utf8.count + $1.value.approximateJSONBytes }
     }
 
     public mutating func drop(_ entity: String, _ id: Int64) {
         if !types.contains(entity) { types.append(entity) }
         guard !(absent[entity] ?? []).contains(id) else { return }
         absent[entity, default: []].append(id)
+        approximateBytes += 21
     }
 
-
-    /// The corrective change set's JSON. Without a schema, attributes are written in name order.
-    public func encoded(schema: DatasetSchema?) -> [UInt8] {
-        var out = JSONWriter(capacity: 512)
+    /// The corrective set that replaces one too large to send: the rejection with no records,
+    /// and `"resync": true`, which tells the device to drop the rejected change set and
+    /// bootstrap again from `GET /snapshot`.
+    public static func resync(seq: Int64?, reason: ConflictReason, limit: Int) -> [UInt8] {
+        var note = reason
+        note.message += "; the repair is larger than \(limit) bytes, so it is not sent: drop this change set and bootstrap again from GET /snapshot"
+        var out = JSONWriter(capacity: 256)
         out.raw("{\"conflict\":true")
         if let seq {
             out.raw(",\"seq\":")
             out.integer(seq)
         }
-        out.raw(",\"reason\":{\"code\":")
+        out.raw(",\"resync\":true")
+        out.raw(",\"reason\":")
+        writeReason(&out, note)
+        out.raw(",\"types\":[]}")
+        return out.bytes
+    }
+
+    static func writeReason(_ out: inout JSONWriter, _ reason: ConflictReason) {
+        out.raw("{\"code\":")
         out.string(reason.code.rawValue)
         if let entity = reason.entity {
             out.raw(",\"entity\":")
@@ -61,7 +76,21 @@ public struct CorrectiveSet: Sendable {
         }
         out.raw(",\"message\":")
         out.string(reason.message)
-        out.raw("},\"types\":")
+        out.byte(UInt8(ascii: "}"))
+    }
+
+
+    /// The corrective change set's JSON. Without a schema, attributes are written in name order.
+    public func encoded(schema: DatasetSchema?) -> [UInt8] {
+        var out = JSONWriter(capacity: 512)
+        out.raw("{\"conflict\":true")
+        if let seq {
+            out.raw(",\"seq\":")
+            out.integer(seq)
+        }
+        out.raw(",\"reason\":")
+        Self.writeReason(&out, reason)
+        out.raw(",\"types\":")
         out.stringArray(types)
         for entity in types {
             let kept = present[entity] ?? []

@@ -72,7 +72,7 @@ public enum SchemaLoader {
             let name = rawEntity.name
             guard isIdentifier(name) else { throw fail(name, nil, "entity names must be lowercase letters, digits and _, at most 63") }
             guard !ChangeSet.reservedKeys.contains(name), !name.hasPrefix("revsync_") else {
-                throw fail(name, nil, "the name is reserved (seq, conflict, revision, reason, types and revsync_*)")
+                throw fail(name, nil, "the name is reserved (seq, conflict, revision, reason, resync, types and revsync_*)")
             }
             guard seen.insert(name).inserted else { throw fail(name, nil, "is defined twice") }
             var attributes: [AttributeDescription] = []

@@ -39,9 +39,9 @@ public struct Server: Sendable {
         let configuration = try DatabaseURL.configuration(settings.databaseURL, connections: settings.databaseConnections)
         postgres = PostgresClient(configuration: configuration, backgroundLogger: logger)
         database = Database(client: postgres, logger: logger, timeout: settings.databaseTimeout)
-        metrics = ServerMetrics()
+        metrics = ServerMetrics(entities: Set(schema.entities.map(\.name)))
         migrator = Migrator(database: database, schema: schema, schemaDocument: String(decoding: schemaData, as: UTF8.self))
-        devices = DeviceStore(database: database)
+        devices = DeviceStore(database: database, lookupsPerSecond: settings.tokenLookupsPerSecond)
         let postgresLog = PostgresChangeLog(database: database)
         if let url = settings.redisURL {
             let client = try RedisClient(configuration: try RedisConfiguration(url: url), logger: logger)
@@ -54,7 +54,7 @@ public struct Server: Sendable {
             cache = nil
             changeLog = postgresLog
         }
-        var applier = ChangeSetApplier(database: database, schema: schema)
+        var applier = ChangeSetApplier(database: database, schema: schema, limits: settings.limits)
         applier.delayBeforeRevision = applyDelay
         syncEndpoint = SyncEndpoint(
             authenticator: Authenticator(devices: devices), bodyReader: RequestBodyReader(limits: settings.limits),
@@ -73,9 +73,10 @@ public struct Server: Sendable {
     public func makeApplication(migrate: Bool = true) -> some ApplicationProtocol {
         let router = Router(context: BasicRequestContext.self)
         router.middlewares.add(ObservationMiddleware(metrics: metrics))
+        router.middlewares.add(InFlightLimitMiddleware(limit: settings.maxRequestsInFlight, count: InFlightCount()))
         let bodyReader = syncEndpoint.bodyReader
         let authenticator = syncEndpoint.authenticator
-        SyncController(endpoint: syncEndpoint).addRoutes(to: router)
+        SyncController(endpoint: syncEndpoint, perDevice: DeviceRequestCount(limit: settings.maxRequestsPerDevice)).addRoutes(to: router)
         let cache = self.cache
         DeviceController(
             adminTokens: AdminTokens(inline: settings.adminToken, file: settings.adminTokenFile), devices: devices,
@@ -85,6 +86,7 @@ public struct Server: Sendable {
         DatasetController(authenticator: authenticator, schema: schema, snapshots: SnapshotStreamer(database: database, schema: schema))
             .addRoutes(to: router)
         OperationsController(database: database, metrics: metrics).addRoutes(to: router)
+        OpenAPIController().addRoutes(to: router)
 
         var services: [any Service] = [postgres, pruner, DeviceChangeWatcher(devices: devices, feed: cache, logger: logger)]
         if let redis, let cache {
@@ -92,6 +94,7 @@ public struct Server: Sendable {
         }
         var app = Application(
             router: router,
+            server: GuardedHTTP1Channel.builder(limits: settings.connections, count: ConnectionCount()),
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "revsync"),
             services: services,
             logger: logger)

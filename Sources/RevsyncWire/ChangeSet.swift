@@ -9,6 +9,9 @@ public struct ChangeSet: Sendable, Hashable {
     public var revision: Int64?
     /// Why a change set was rejected (corrective sets only).
     public var reason: ConflictReason?
+    /// `true` on a corrective set whose repair was too large to send: the device drops the
+    /// rejected change set and bootstraps again from `GET /snapshot`, keeping its other pending ones.
+    public var resync: Bool?
     /// Entity names in the order they appear.
     public var types: [String]
     /// The operations per entity name.
@@ -16,12 +19,13 @@ public struct ChangeSet: Sendable, Hashable {
 
     public init(
         seq: Int64? = nil, conflict: Bool? = nil, revision: Int64? = nil, reason: ConflictReason? = nil,
-        types: [String] = [], entities: [String: EntityChanges] = [:]
+        resync: Bool? = nil, types: [String] = [], entities: [String: EntityChanges] = [:]
     ) {
         self.seq = seq
         self.conflict = conflict
         self.revision = revision
         self.reason = reason
+        self.resync = resync
         self.types = types
         self.entities = entities
     }
@@ -36,7 +40,7 @@ public struct ChangeSet: Sendable, Hashable {
     }
 
     /// Keys of a change set object that are not entity names.
-    public static let reservedKeys: Set<String> = ["seq", "conflict", "revision", "reason", "types"]
+    public static let reservedKeys: Set<String> = ["seq", "conflict", "revision", "reason", "resync", "types"]
 }
 
 extension ChangeSet: Codable {
@@ -47,6 +51,7 @@ extension ChangeSet: Codable {
         conflict = try container.decodeIfPresent(Bool.self, forKey: key("conflict"))
         revision = try container.decodeIfPresent(Int64.self, forKey: key("revision"))
         reason = try container.decodeIfPresent(ConflictReason.self, forKey: key("reason"))
+        resync = try container.decodeIfPresent(Bool.self, forKey: key("resync"))
         types = try container.decodeIfPresent([String].self, forKey: key("types")) ?? []
         entities = [:]
         let listed = Set(types)
@@ -75,6 +80,7 @@ extension ChangeSet: Codable {
         try container.encodeIfPresent(revision, forKey: DynamicCodingKey("revision"))
         try container.encodeIfPresent(seq, forKey: DynamicCodingKey("seq"))
         try container.encodeIfPresent(reason, forKey: DynamicCodingKey("reason"))
+        try container.encodeIfPresent(resync, forKey: DynamicCodingKey("resync"))
         try container.encode(types, forKey: DynamicCodingKey("types"))
         for name in types {
             try container.encode(entities[name] ?? EntityChanges(), forKey: DynamicCodingKey(name))

@@ -28,6 +28,16 @@ public enum JSONValue: Sendable, Hashable {
         return false
     }
 
+    /// About how many bytes the value takes as JSON (escapes aside), for size limits.
+    public var approximateJSONBytes: Int {
+        switch self {
+        case .null, .unsupported: 4
+        case .bool: 5
+        case .integer, .double: 20
+        case .string(let text): text.utf8.count + 2
+        }
+    }
+
     /// A short name of the JSON kind, for error messages.
     public var kindName: String {
         switch self {

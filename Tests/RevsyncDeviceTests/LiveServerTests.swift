@@ -226,6 +226,89 @@ struct LiveServerTests {
         }
     }
 
+    /// The same forbidden delete, with the server's corrective sets bounded below its
+    /// repair: the rejection carries no records and `"resync": true`, and the engine
+    /// loads a snapshot, which restores what the delete cascaded locally.
+    @Test(.timeLimit(.minutes(1)))
+    func aForbiddenDeleteWhoseRepairIsTooLargeIsUndoneByASnapshot() async throws {
+        try await withLiveDevices(configure: { $0.limits.maxCorrectiveBytes = 256 }) { devices in
+            let seed = try await devices.seed()
+            let member = try await devices.bootstrapped("member")
+            let loser = try await devices.bootstrapped("loser", role: "admin")
+            let memberToken = try await devices.token("loser-as-member", role: "member")
+            try await loser.useToken(memberToken.token, deviceId: memberToken.deviceId)
+            let conflicts = ConflictCollector(loser)
+            try await loser.transaction { tx in try tx.update("teams", id: seed.team, ["city": "York"]) }
+            try await loser.transaction { tx in try tx.delete("screen_instances", id: seed.instance) }
+            try await loser.transaction { tx in try tx.create("notes", ["player_id": .integer(seed.player), "body": "after", "pinned": false]) }
+            #expect(try await loser.records("screen_instance_items").isEmpty, "the delete cascades locally")
+            try await member.transaction { tx in try tx.update("screen_instance_items", id: seed.instanceItems[0], ["numeric_value": 2.5]) }
+            try await member.syncOnce()
+
+            let report = try await loser.syncOnce()
+            #expect(report.acknowledged == [1, 3])
+            #expect(report.bootstrapped)
+            let notification = try #require(try await conflicts.awaitNotifications().first)
+            #expect(notification.seq == 2)
+            #expect(notification.reason.code == .forbidden)
+            #expect(notification.resync)
+            #expect(notification.restored.isEmpty && notification.dropped.isEmpty)
+            #expect(notification.rejected?.entities["screen_instances"]?.delete == [seed.instance])
+            #expect(try await loser.record("screen_instances", id: seed.instance) != nil)
+            #expect(try await loser.records("screen_instance_items").map(\.id) == seed.instanceItems.sorted())
+            #expect(try await loser.record("screen_instance_items", id: seed.instanceItems[0])?["numeric_value"] == .double(2.5))
+            #expect(try await loser.pendingChangeSets().isEmpty)
+            try await member.syncOnce()
+            try await devices.expectConverged(loser, member)
+
+            try await loser.transaction { tx in try tx.update("screen_instance_items", id: seed.instanceItems[1], ["numeric_value": 6]) }
+            let next = try await loser.syncOnce()
+            #expect(next.acknowledged == [4] && next.conflicts.isEmpty && !next.bootstrapped)
+            try await member.syncOnce()
+            try await devices.expectConverged(loser, member)
+        }
+    }
+
+    /// Both operation limits of the server: a request over the total is refused
+    /// whole (the engine keeps under its own limit, so it never sees that), and one
+    /// change set over the per-set limit is rejected as `invalid`.
+    @Test(.timeLimit(.minutes(1)))
+    func theServersOperationLimitsAreKeptAndEnforced() async throws {
+        try await withLiveDevices(configure: {
+            // The seed is one change set of 13 operations.
+            $0.limits.maxOperationsPerRequest = 20
+            $0.limits.maxOperationsPerChangeSet = 16
+        }) { devices in
+            let seed = try await devices.seed()
+            let transport = FaultInjectingTransport(wrapping: devices.transport())
+            var configuration = devices.configuration()
+            configuration.maxOperationsPerRequest = 20
+            let a = try await devices.device("a", transport: transport, configuration: configuration)
+            try await a.syncOnce()
+            for round in 0..<5 {
+                try await a.transaction { tx in
+                    for number in 1...8 {
+                        try tx.create("notes", ["player_id": .integer(seed.player), "body": .string("n\(round)-\(number)"), "pinned": false])
+                    }
+                }
+            }
+            let tooMany = try await a.transaction { tx in
+                try (1...17).map { number in
+                    try tx.create("notes", ["player_id": .integer(seed.player), "body": .string("big \(number)"), "pinned": false])
+                }
+            }
+            let report = try await a.syncOnce()
+            #expect(report.acknowledged == [1, 2, 3, 4, 5])
+            #expect(report.conflicts.map(\.reason.code) == [.invalid])
+            #expect(report.conflicts.first?.dropped["notes"]?.sorted() == tooMany.sorted())
+            #expect(report.retries == 0)
+            let sent = await transport.requests.dropFirst()
+            #expect(sent.map(\.changeSets.count) == [2, 2, 1, 1])
+            #expect(sent.allSatisfy { $0.changeSets.reduce(0) { $0 + $1.operationCount } <= 20 })
+            try await devices.expectConverged(a)
+        }
+    }
+
     @Test(.timeLimit(.minutes(1)))
     func aCreateUnderAScreenDeletedMeanwhileIsRejectedAsReferenceAndDropped() async throws {
         try await withLiveDevices { devices in

@@ -62,4 +62,19 @@ struct RequestBuilderTests {
         #expect(changeSet.entities["players"]?.attributes[-2]?["team_id"] == -1)
         #expect(changeSet.entities["players"]?.attributes[-2]?["user_id"] == .null)
     }
+
+    @Test func theOperationLimitSendsFewerChangeSetsButAlwaysOne() throws {
+        let store = try seededStore()
+        try edit(store) { tx in for number in 1...3 { try tx.create("players", ["team_id": 10, "number": .integer(Int64(number))]) } }
+        try edit(store) { tx in try tx.update("teams", id: 10, ["city": "A"]) }
+        try edit(store) { tx in for number in 4...7 { try tx.create("players", ["team_id": 10, "number": .integer(Int64(number))]) } }
+        func seqs(limit: Int? = nil, maxOperations: Int) throws -> [Int64?] {
+            try RequestBuilder.build(from: store, schema: TestSchema.schema, limit: limit, maxOperations: maxOperations).changeSets.map(\.seq)
+        }
+        #expect(try seqs(maxOperations: 4) == [1, 2])
+        #expect(try seqs(maxOperations: 7) == [1, 2])
+        #expect(try seqs(maxOperations: 8) == [1, 2, 3])
+        #expect(try seqs(maxOperations: 2) == [1], "a change set over the limit is sent alone")
+        #expect(try seqs(limit: 1, maxOperations: 100) == [1])
+    }
 }

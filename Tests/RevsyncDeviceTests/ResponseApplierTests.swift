@@ -242,4 +242,48 @@ struct ResponseApplierTests {
         #expect(outcome.maxRevision == 12)
         #expect(try store.meta().maxRevision == 12)
     }
+
+    @Test func aResyncCorrectiveDropsTheRejectedChangeSetAndLeavesTheRepairToASnapshot() throws {
+        let store = try seededStore()
+        try store.put("players", DeviceRecord(id: 60, revision: 2, attributes: ["team_id": 10, "user_id": .null, "number": 4, "rating": .null, "active": .null]))
+        try edit(store) { tx in try tx.update("leagues", id: 1, ["country": "UK"]) }
+        let delete = try #require(try edit(store) { tx in try tx.delete("teams", id: 10) }.changeSet)
+        try edit(store) { tx in try tx.update("leagues", id: 1, ["name": "Premier League"]) }
+        #expect(try store.record("players", id: 60) == nil, "the local delete cascades")
+
+        let reason = ConflictReason(code: .forbidden, entity: "teams", id: 10, message: "the repair is too large: bootstrap again")
+        let ack = ChangeSet.committed(4, seq: 1) { cs in cs.update("leagues", 1, ["revision": 4, "country": "UK"]) }
+        let resync = ChangeSet(seq: 2, conflict: true, reason: reason, resync: true)
+        let outcome = try applier.apply(SyncResponse(maxRevision: 4, changeSets: [ack, resync]), to: store)
+
+        #expect(outcome.acknowledged == [1])
+        #expect(outcome.conflicts == [ConflictNotification(seq: 2, reason: reason, rejected: delete, restored: [:], dropped: [:], resync: true)])
+        #expect(outcome.needsResync)
+        #expect(try store.meta().needsResync, "stored with the response, so a crash before the snapshot still loads it")
+        #expect(try store.meta().maxRevision == 4)
+        #expect(try store.outbox().map(\.seq) == [3], "every other pending change set stays")
+
+        // The snapshot repairs what the corrective set could not carry.
+        var snapshot = ChangeSet()
+        snapshot.create("leagues", 1, ["revision": 4, "name": "Premier", "country": "UK"])
+        snapshot.create("teams", 10, ["revision": 3, "league_id": 1, "name": "Owls", "city": "Leeds"])
+        snapshot.create("players", 60, ["revision": 2, "team_id": 10, "number": 4])
+        try SnapshotLoader.load(SyncResponse(maxRevision: 4, changeSets: [snapshot]), into: store, schema: TestSchema.schema)
+        #expect(try !store.meta().needsResync)
+        #expect(try store.record("teams", id: 10)?["name"] == "Owls")
+        #expect(try store.record("players", id: 60)?["number"] == 4, "the locally cascaded delete is undone")
+        #expect(try store.record("leagues", id: 1)?["name"] == "Premier League", "pending edits stay on top")
+    }
+
+    @Test func anOrdinaryCorrectiveAsksForNoSnapshot() throws {
+        let store = try seededStore()
+        try edit(store) { tx in try tx.update("teams", id: 10, ["name": "Mine"]) }
+        let corrective = ChangeSet.corrective(seq: 1, .staleRevision) { cs in
+            cs.update("teams", 10, ["revision": 8, "league_id": 1, "name": "Theirs", "city": "Hull"])
+        }
+        let outcome = try applier.apply(SyncResponse(maxRevision: 8, changeSets: [corrective]), to: store)
+        #expect(!outcome.needsResync)
+        #expect(outcome.conflicts.map(\.resync) == [false])
+        #expect(try !store.meta().needsResync)
+    }
 }

@@ -109,4 +109,15 @@ struct SmallRulesTests {
         #expect(RecordQuery().sorted(by: "name", ascending: false).limited(to: 2).evaluate(records).map(\.id) == [3, 1])
         #expect(RecordQuery().where("revision", .equal, 2).where("number", .less, 2.5).evaluate(records).map(\.id) == [3, 4])
     }
+
+    @Test func aConflictStoredBeforeResyncExistedDecodesWithoutIt() throws {
+        let stored = #"{"seq":4,"reason":{"code":"stale_revision","message":"stale"},"restored":{},"dropped":{"players":[-3]}}"#
+        let conflict = try JSONDecoder().decode(ConflictNotification.self, from: Data(stored.utf8))
+        #expect(conflict.seq == 4)
+        #expect(!conflict.resync)
+        #expect(conflict.dropped == ["players": [-3]])
+        let again = try JSONDecoder().decode(ConflictNotification.self, from: JSONEncoder().encode(ConflictNotification(
+            seq: 5, reason: conflict.reason, rejected: nil, restored: [:], dropped: [:], resync: true)))
+        #expect(again.resync)
+    }
 }

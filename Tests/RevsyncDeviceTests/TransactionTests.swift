@@ -193,4 +193,27 @@ struct TransactionTests {
             try edit(store) { tx in try tx.delete("teams", id: 99) }
         }
     }
+
+    @Test func aChangeSetOverTheOperationLimitIsRefused() throws {
+        let store = try seededStore()
+        #expect(throws: DeviceError.tooManyOperations(count: 3, limit: 2)) {
+            try store.atomically {
+                try LocalEdit.perform(on: store, schema: TestSchema.schema, maxOperations: 2) { tx in
+                    try tx.create("leagues", ["name": "A"])
+                    try tx.create("leagues", ["name": "B"])
+                    try tx.update("teams", id: 10, ["city": "York"])
+                }
+            }
+        }
+        #expect(try store.outbox().isEmpty)
+        #expect(try store.meta().nextTemporaryId == -1)
+        #expect(try store.record("teams", id: 10)?["city"] == "Leeds")
+        // A delete is one operation, however many records it cascades to locally.
+        try store.put("players", DeviceRecord(id: 60, revision: 2, attributes: ["team_id": 10, "user_id": .null, "number": 4, "rating": .null, "active": .null]))
+        let deleted = try store.atomically {
+            try LocalEdit.perform(on: store, schema: TestSchema.schema, maxOperations: 1) { tx in try tx.delete("teams", id: 10) }
+        }
+        #expect(deleted.changeSet?.operationCount == 1)
+        #expect(try store.record("players", id: 60) == nil)
+    }
 }

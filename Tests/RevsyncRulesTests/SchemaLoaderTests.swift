@@ -138,10 +138,10 @@ import Testing
             == #"f.json: entity "notes", attribute "\#(name)": the name is reserved (id, revision and rs_*)"#)
     }
 
-    @Test(arguments: ["types", "seq", "revision", "revsync_x"])
+    @Test(arguments: ["types", "seq", "revision", "resync", "revsync_x"])
     func reservedEntityNameIsRefused(name: String) {
         #expect(refusal(Fixtures.document(entities: #"{"name": "\#(name)", "attributes": []}"#))
-            == #"f.json: entity "\#(name)": the name is reserved (seq, conflict, revision, reason, types and revsync_*)"#)
+            == #"f.json: entity "\#(name)": the name is reserved (seq, conflict, revision, reason, resync, types and revsync_*)"#)
     }
 
     @Test func duplicateEntityIsRefused() {

@@ -128,6 +128,15 @@ import Testing
         }
     }
 
+    @Test func registrationWithANulCharacterIsABadRequest() async throws {
+        try await withTestServer { harness in
+            let body = ByteBuffer(string: #"{"name":"a\u0000b","user":"fuzz","role":"viewer"}"#)
+            let (status, answer) = try await harness.raw("/devices", token: adminToken, body: body)
+            #expect(status == .badRequest)
+            #expect(try harness.error(answer).error == "invalid_request")
+        }
+    }
+
     @Test func severalAdminTokensAndATokenFileAreAccepted() async throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("revsync-admin-\(UUID().uuidString)").path
         try "# rotated on Monday\nfrom-file-1\n".write(toFile: file, atomically: true, encoding: .utf8)

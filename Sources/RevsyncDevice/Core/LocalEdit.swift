@@ -14,14 +14,20 @@ extension LocalEditResult: Sendable where Value: Sendable {}
 /// the outbox and the counters. Callers run it inside one storage transaction,
 /// so a failure (or crash) leaves no trace of it.
 public enum LocalEdit {
+    /// Runs `body` and queues its edits as one change set. A change set of more than
+    /// `maxOperations` creates, updates and deletes throws `DeviceError.tooManyOperations`
+    /// (the server would reject it whole as `invalid`).
     public static func perform<Value>(
-        on store: any RecordStore, schema: LocalSchema, _ body: (Transaction) throws -> Value
+        on store: any RecordStore, schema: LocalSchema, maxOperations: Int? = nil, _ body: (Transaction) throws -> Value
     ) throws -> LocalEditResult<Value> {
         var meta = try store.meta()
         let transaction = Transaction(store: store, schema: schema, nextTemporaryId: meta.nextTemporaryId)
         let value = try body(transaction)
         guard var changeSet = try transaction.finish() else {
             return LocalEditResult(value: value, changeSet: nil, changes: transaction.changes)
+        }
+        if let maxOperations, changeSet.operationCount > maxOperations {
+            throw DeviceError.tooManyOperations(count: changeSet.operationCount, limit: maxOperations)
         }
         changeSet.seq = meta.nextSeq
         meta.nextSeq += 1

@@ -10,12 +10,19 @@ public struct DeviceMeta: Sendable, Hashable {
     public var nextTemporaryId: Int64
     /// Whether the device has loaded a snapshot.
     public var bootstrapped: Bool
+    /// The server answered a rejected change set with `"resync": true` (its repair was
+    /// too large to send) and no snapshot has been loaded since: the records may still
+    /// show the rejected edits, so the next sync bootstraps before anything else.
+    public var needsResync: Bool
 
-    public init(maxRevision: Int64 = 0, nextSeq: Int64 = 1, nextTemporaryId: Int64 = -1, bootstrapped: Bool = false) {
+    public init(
+        maxRevision: Int64 = 0, nextSeq: Int64 = 1, nextTemporaryId: Int64 = -1, bootstrapped: Bool = false, needsResync: Bool = false
+    ) {
         self.maxRevision = maxRevision
         self.nextSeq = nextSeq
         self.nextTemporaryId = nextTemporaryId
         self.bootstrapped = bootstrapped
+        self.needsResync = needsResync
     }
 }
 

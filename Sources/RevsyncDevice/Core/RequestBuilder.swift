@@ -3,11 +3,25 @@ import RevsyncWire
 /// Builds the body of `POST /sync` from a store.
 public enum RequestBuilder {
     /// The device's `maxRevision` and its oldest pending change sets (at most
-    /// `limit`), in `seq` order, with mapped temporary ids rewritten to permanent ones.
-    public static func build(from store: any RecordStore, schema: LocalSchema, limit: Int? = nil) throws -> SyncRequest {
+    /// `limit`, and at most `maxOperations` creates, updates and deletes in all,
+    /// though always at least one change set), in `seq` order, with mapped
+    /// temporary ids rewritten to permanent ones.
+    public static func build(from store: any RecordStore, schema: LocalSchema, limit: Int? = nil, maxOperations: Int? = nil) throws -> SyncRequest {
         var pending = try store.outbox()
         if let limit { pending = Array(pending.prefix(max(1, limit))) }
+        if let maxOperations { pending = Array(pending.prefix(countFitting(pending, maxOperations: maxOperations))) }
         return SyncRequest(maxRevision: try store.meta().maxRevision, changeSets: try rewritten(pending, store: store, schema: schema))
+    }
+
+    /// How many of the first change sets hold at most `maxOperations` operations in
+    /// all: at least one, so that a change set over the limit is still sent (alone).
+    static func countFitting(_ changeSets: [ChangeSet], maxOperations: Int) -> Int {
+        var total = 0
+        for (index, changeSet) in changeSets.enumerated() {
+            total += changeSet.operationCount
+            if total > maxOperations { return max(1, index) }
+        }
+        return changeSets.count
     }
 
     /// A probe of `ReusedSeqSearch`: the pending change sets whose seqs lie in

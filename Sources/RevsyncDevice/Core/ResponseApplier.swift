@@ -14,6 +14,9 @@ public struct SyncOutcome: Sendable, Hashable {
     public var maxRevision: Int64 = 0
     /// The server has more catch-up: call again.
     public var more = false
+    /// A corrective set said `"resync": true`: the records are not repaired until a
+    /// snapshot is loaded (`DeviceMeta.needsResync` is set in the same transaction).
+    public var needsResync = false
 
     public init() {}
 }
@@ -26,6 +29,11 @@ public struct SyncOutcome: Sendable, Hashable {
 /// each corrective set (the server's truth replaces, re-creates or drops
 /// records; the rejected change set leaves the outbox and is reported), then the
 /// new `maxRevision`, then the pending change sets are replayed on top.
+///
+/// A corrective set with `"resync": true` carries no records (the repair was too
+/// large to send): the rejected change set still leaves the outbox and is
+/// reported, and the store is marked as needing a snapshot, which the caller
+/// loads next (`SnapshotLoader`) to repair the records.
 public struct ResponseApplier: Sendable {
     public let schema: LocalSchema
 
@@ -93,6 +101,17 @@ extension ResponseApplier {
 
         mutating func applyCorrective(_ changeSet: ChangeSet) throws {
             let rejected = changeSet.seq.flatMap { removeFromOutbox($0) }
+            let reason = changeSet.reason
+                ?? ConflictReason(code: .invalid, entity: nil, id: nil, message: "the server rejected the change set without a reason")
+            if changeSet.resync == true {
+                // Nothing to repair with: the snapshot replaces every record, the rejected
+                // set's local effects included, and the outbox (without it) is replayed on top.
+                meta.needsResync = true
+                outcome.needsResync = true
+                outcome.conflicts.append(
+                    ConflictNotification(seq: changeSet.seq, reason: reason, rejected: rejected, restored: [:], dropped: [:], resync: true))
+                return
+            }
             try adoptMappings(from: changeSet)
             var restored: [String: [DeviceRecord]] = [:]
             var dropped: [String: [Int64]] = [:]
@@ -120,8 +139,6 @@ extension ResponseApplier {
                     }
                 }
             }
-            let reason = changeSet.reason
-                ?? ConflictReason(code: .invalid, entity: nil, id: nil, message: "the server rejected the change set without a reason")
             outcome.conflicts.append(
                 ConflictNotification(seq: changeSet.seq, reason: reason, rejected: rejected, restored: restored, dropped: dropped))
         }

@@ -3,7 +3,8 @@ import RevsyncWire
 /// Replaces the local records by a snapshot (`GET /snapshot`), keeping pending changes.
 public enum SnapshotLoader {
     /// Loads `snapshot` into `store`: every record is replaced by the snapshot's,
-    /// `maxRevision` becomes its revision, and the outbox is replayed on top.
+    /// `maxRevision` becomes its revision (and a pending resync is done), and the
+    /// outbox is replayed on top.
     /// The outbox, counters and temporary id map are kept, so pending edits
     /// survive a re-bootstrap and are sent afterwards.
     /// - Returns: the number of records loaded.
@@ -25,6 +26,7 @@ public enum SnapshotLoader {
         var meta = try store.meta()
         meta.maxRevision = snapshot.maxRevision
         meta.bootstrapped = true
+        meta.needsResync = false
         try store.setMeta(meta)
         var editor = StoreEditor(store: store, schema: schema)
         try OutboxReplayer.replay(try store.outbox(), editor: &editor)

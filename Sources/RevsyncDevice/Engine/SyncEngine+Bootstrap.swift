@@ -4,8 +4,9 @@ import RevsyncWire
 
 extension SyncEngine {
     /// Fetches the schema and a snapshot and loads them in one SQLite
-    /// transaction. The caller holds the sync slot.
-    func bootstrapLocked(token: String) async throws {
+    /// transaction; returns the snapshot's revision. The caller holds the sync slot.
+    @discardableResult
+    func bootstrapLocked(token: String) async throws -> Int64 {
         let layout = try await install(try await transport.schema(token: token))
         let snapshot = try await transport.snapshot(token: token)
         let unknown = layout.schema.unknownNames(in: snapshot)
@@ -15,6 +16,7 @@ extension SyncEngine {
         }
         logger.info("bootstrapped from snapshot", metadata: ["records": "\(count)", "maxRevision": "\(snapshot.maxRevision)"])
         changeBroadcaster.publish(ChangeEvent(origin: .bootstrap, records: RecordChanges()))
+        return snapshot.maxRevision
     }
 
     /// Creates the tables `document` needs (new entities and attributes are added

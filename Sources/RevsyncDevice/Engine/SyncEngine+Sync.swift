@@ -14,7 +14,9 @@ extension SyncEngine {
     /// `snapshot_required` and `revision_ahead` re-bootstrap (pending changes kept),
     /// `sequence_gap` renumbers the outbox, `seq_reused` renumbers the change sets
     /// made after the file's backup (and renames their temporary ids), `too_large`
-    /// sends fewer change sets.
+    /// sends fewer change sets. A corrective set with `"resync": true` (a repair too
+    /// large to send) re-bootstraps too, once per response, after the rejected change
+    /// set has left the outbox.
     /// Other errors are thrown. Only one sync runs at a time; a second call waits.
     @discardableResult
     public func syncOnce() async throws -> SyncReport {
@@ -73,12 +75,15 @@ extension SyncEngine {
         // Once per engine instance (and token): a file opened here may be older than
         // the server's view of the device.
         if !countersChecked { try await learnServerCounters(token: token) }
-        let bootstrapped = try await isBootstrapped()
-        if layout == nil || !bootstrapped {
+        // A new device, or a resync the server asked for that did not finish (the
+        // snapshot failed, or the app stopped in between).
+        let snapshotNeeded = try await needsSnapshot()
+        if layout == nil || snapshotNeeded {
             try await retrying(&report) { try await self.bootstrapLocked(token: token) }
             report.bootstrapped = true
         }
         var limit = max(1, configuration.maxChangeSetsPerRequest)
+        let maxOperations = max(1, configuration.maxOperationsPerRequest)
         var attempt = 0
         var renumbered = false
         var rebootstrapped = false
@@ -114,7 +119,9 @@ extension SyncEngine {
             }
             let request = try await database.writer.read { [limit, probing, probeRevision] db in
                 let store = SQLiteRecordStore(db, layout: layout)
-                guard let probing else { return try RequestBuilder.build(from: store, schema: layout.schema, limit: limit) }
+                guard let probing else {
+                    return try RequestBuilder.build(from: store, schema: layout.schema, limit: limit, maxOperations: maxOperations)
+                }
                 let maxRevision = max(probeRevision, try store.meta().maxRevision)
                 return try RequestBuilder.probe(from: store, schema: layout.schema, seqs: probing, maxRevision: maxRevision)
             }
@@ -181,7 +188,20 @@ extension SyncEngine {
             report.conflicts += outcome.conflicts
             report.receivedChangeSets += outcome.committedChangeSets
             report.maxRevision = outcome.maxRevision
-            publish(outcome)
+            publishChanges(outcome)
+            if outcome.needsResync {
+                // Conflicts are delivered once the snapshot has undone the rejected edits;
+                // if it fails they are stored anyway, and the next round loads it first.
+                defer { publishConflicts(outcome) }
+                let seqs = outcome.conflicts.filter(\.resync).compactMap(\.seq)
+                logger.info("the server's repair was too large to send; loading a snapshot", metadata: ["seqs": "\(seqs)"])
+                var loaded = outcome.maxRevision
+                try await retrying(&report) { loaded = try await self.bootstrapLocked(token: token) }
+                report.bootstrapped = true
+                report.maxRevision = max(report.maxRevision, loaded)
+            } else {
+                publishConflicts(outcome)
+            }
 
             if outcome.more { continue }
             let pending = try await pendingSeqs()
@@ -215,10 +235,13 @@ extension SyncEngine {
         }
     }
 
-    func publish(_ outcome: SyncOutcome) {
+    func publishChanges(_ outcome: SyncOutcome) {
         if !outcome.changes.isEmpty || !outcome.idMappings.isEmpty {
             changeBroadcaster.publish(ChangeEvent(origin: .sync, records: outcome.changes, idMappings: outcome.idMappings))
         }
+    }
+
+    func publishConflicts(_ outcome: SyncOutcome) {
         for conflict in outcome.conflicts {
             logger.info("change set rejected", metadata: ["seq": "\(conflict.seq ?? 0)", "code": "\(conflict.reason.code.rawValue)"])
             conflictBroadcaster.publish(conflict)
@@ -240,8 +263,11 @@ extension SyncEngine {
         }
     }
 
-    func isBootstrapped() async throws -> Bool {
-        try await database.writer.read { db in try SQLiteRecordStore.readMeta(db).bootstrapped }
+    /// Whether the local records must be (re)loaded from a snapshot before syncing:
+    /// never loaded, or a resync the server asked for is not done yet.
+    func needsSnapshot() async throws -> Bool {
+        let meta = try await database.writer.read { db in try SQLiteRecordStore.readMeta(db) }
+        return !meta.bootstrapped || meta.needsResync
     }
 
     func pendingSeqs() async throws -> [Int64] {

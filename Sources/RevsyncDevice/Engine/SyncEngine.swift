@@ -129,14 +129,17 @@ public actor SyncEngine {
     ///
     /// `body` runs on the database's writer, so it must be synchronous and
     /// quick; if it throws, nothing of it is kept. Returns what `body` returns
-    /// (typically temporary ids of created records).
+    /// (typically temporary ids of created records). A transaction of more than
+    /// `maxOperationsPerChangeSet` creates, updates and deletes throws
+    /// `DeviceError.tooManyOperations`.
     @discardableResult
     public func transaction<Value: Sendable>(_ body: @Sendable (Transaction) throws -> Value) async throws -> Value {
         try checkOpen()
         let layout = try requireLayout()
         let schema = configuration.checksPermissionsLocally ? layout.schema : layout.schema.permittingEverything()
+        let maxOperations = max(1, configuration.maxOperationsPerChangeSet)
         let result = try await database.writer.write { db in
-            try LocalEdit.perform(on: SQLiteRecordStore(db, layout: layout), schema: schema, body)
+            try LocalEdit.perform(on: SQLiteRecordStore(db, layout: layout), schema: schema, maxOperations: maxOperations, body)
         }
         if let seq = result.changeSet?.seq {
             changeBroadcaster.publish(ChangeEvent(origin: .local(seq: seq), records: result.changes))

@@ -8,6 +8,15 @@ public struct SyncEngineConfiguration: Sendable {
     public var pollInterval: Duration = .seconds(30)
     /// Most change sets sent in one request (halved on 413 as needed).
     public var maxChangeSetsPerRequest = 100
+    /// Most creates, updates and deletes sent in one request, all change sets together
+    /// (the server's `REVSYNC_MAX_OPERATIONS_PER_REQUEST` refuses more as `413`). A single
+    /// change set over it is still sent, alone.
+    public var maxOperationsPerRequest = 50_000
+    /// Most creates, updates and deletes one local transaction may make: past it,
+    /// `transaction` throws `DeviceError.tooManyOperations` and keeps nothing, since the
+    /// server (`REVSYNC_MAX_OPERATIONS_PER_CHANGE_SET`) would reject the change set whole.
+    /// Cascades do not count: a delete is one operation, however many records it removes.
+    public var maxOperationsPerChangeSet = 10_000
     /// Whether local transactions check the role's permissions from `GET /schema`
     /// (the default). Off models an app that lets users try anything: the
     /// server then rejects what the role may not do as `forbidden` and the

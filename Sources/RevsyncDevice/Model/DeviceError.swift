@@ -22,6 +22,9 @@ public enum DeviceError: Error, Sendable, Hashable, CustomStringConvertible {
     case unsupportedEdit(String)
     /// The server refuses this one change set as too large even when sent alone.
     case changeSetTooLarge(seq: Int64)
+    /// A transaction made more creates, updates and deletes than one change set may
+    /// hold (`SyncEngineConfiguration.maxOperationsPerChangeSet`); nothing of it is kept.
+    case tooManyOperations(count: Int, limit: Int)
     /// The server answered without acknowledging or rejecting change sets it was sent.
     case unansweredChangeSets([Int64])
     /// The server's response names entities or attributes its schema does not have.
@@ -46,6 +49,8 @@ public enum DeviceError: Error, Sendable, Hashable, CustomStringConvertible {
             "\(entity) \(id) cannot be deleted: \(child) references it through \"\(attribute)\" (on delete restrict)"
         case .unsupportedEdit(let message): message
         case .changeSetTooLarge(let seq): "change set \(seq) is too large for the server even on its own"
+        case .tooManyOperations(let count, let limit):
+            "the transaction makes \(count) creates, updates and deletes; one change set may hold \(limit): split the work into several transactions"
         case .unansweredChangeSets(let seqs): "the server neither acknowledged nor rejected change sets \(seqs)"
         case .unknownNamesInResponse(let names): "the response names \(names.joined(separator: ", ")), unknown to the server's schema"
         case .closed: "the sync engine is closed"

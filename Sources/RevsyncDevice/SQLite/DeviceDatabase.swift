@@ -83,6 +83,7 @@ enum MetaKey {
     static let nextSeq = "nextSeq"
     static let nextTemporaryId = "nextTemporaryId"
     static let bootstrapped = "bootstrapped"
+    static let needsResync = "needsResync"
     static let schema = "schema"
     static let token = "token"
     static let deviceId = "deviceId"

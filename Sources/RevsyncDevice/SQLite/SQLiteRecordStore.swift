@@ -128,6 +128,7 @@ final class SQLiteRecordStore: RecordStore {
             case MetaKey.nextSeq: meta.nextSeq = number
             case MetaKey.nextTemporaryId: meta.nextTemporaryId = number
             case MetaKey.bootstrapped: meta.bootstrapped = number != 0
+            case MetaKey.needsResync: meta.needsResync = number != 0
             default: continue
             }
         }
@@ -145,6 +146,7 @@ final class SQLiteRecordStore: RecordStore {
         try statement.execute(arguments: [MetaKey.nextSeq, meta.nextSeq])
         try statement.execute(arguments: [MetaKey.nextTemporaryId, meta.nextTemporaryId])
         try statement.execute(arguments: [MetaKey.bootstrapped, meta.bootstrapped ? 1 : 0])
+        try statement.execute(arguments: [MetaKey.needsResync, meta.needsResync ? 1 : 0])
     }
 
     // MARK: Outbox

@@ -11,6 +11,14 @@ public struct ServerSettings: Sendable {
     public var adminTokenFile: String?
     public var schemaPath = "Config/schema.json"
     public var limits = Limits()
+    /// Connections per instance and how long a client may take.
+    public var connections = ConnectionLimits()
+    /// Requests handled at once per instance; past it, `503` with `Retry-After`.
+    public var maxRequestsInFlight = 1024
+    /// `POST /sync` requests of one device under way at once per instance; past it, `503`.
+    public var maxRequestsPerDevice = 4
+    /// Look-ups of tokens not in the cache per second and instance; past it, `503` with `Retry-After`.
+    public var tokenLookupsPerSecond = 2000
     /// Change sets kept in the log; 0 keeps all. Older ones need a snapshot.
     public var logRetention: Int64 = 0
     /// How often the retention job runs.
@@ -41,6 +49,16 @@ public struct ServerSettings: Sendable {
         public var maxJSONDepth = 32
         /// Change sets in one request.
         public var maxChangeSetsPerRequest = 1000
+        /// Creates, updates and deletes in one change set; past it the set is rejected (`invalid`).
+        public var maxOperationsPerChangeSet = 10_000
+        /// Operations in all change sets of one request; past it the request is `413 too_large`.
+        public var maxOperationsPerRequest = 50_000
+        /// Bytes of one change set's log entry, cascades included; past it the set is rejected (`invalid`).
+        public var maxLogEntryBytes = 4 * 1024 * 1024
+        /// Bytes of one corrective set; a larger repair is replaced by an instruction to re-bootstrap.
+        public var maxCorrectiveBytes = 1024 * 1024
+        /// Bytes of all corrective sets of one response; past it the rest are re-bootstrap instructions.
+        public var maxCorrectiveBytesPerResponse = 8 * 1024 * 1024
         /// Change sets in one catch-up response before `more`.
         public var catchUpMaxChangeSets = 1000
         /// Bytes of change sets in one catch-up response before `more` (at least one is always sent).
@@ -68,10 +86,22 @@ public struct ServerSettings: Sendable {
         settings.adminToken = value("REVSYNC_ADMIN_TOKEN")
         settings.adminTokenFile = value("REVSYNC_ADMIN_TOKEN_FILE")
         if let path = value("REVSYNC_SCHEMA") { settings.schemaPath = path }
+        if let n = try integer("REVSYNC_MAX_CONNECTIONS") { settings.connections.maxConnections = max(1, n) }
+        if let n = try integer("REVSYNC_MAX_REQUESTS_IN_FLIGHT") { settings.maxRequestsInFlight = max(1, n) }
+        if let n = try integer("REVSYNC_MAX_REQUESTS_PER_DEVICE") { settings.maxRequestsPerDevice = max(1, n) }
+        if let n = try integer("REVSYNC_TOKEN_LOOKUPS_PER_SECOND") { settings.tokenLookupsPerSecond = max(1, n) }
+        if let n = try integer("REVSYNC_HTTP_IDLE_TIMEOUT_SECONDS") { settings.connections.idleTimeout = .seconds(max(1, n)) }
+        if let n = try integer("REVSYNC_HTTP_HEADER_TIMEOUT_SECONDS") { settings.connections.headerTimeout = .seconds(max(1, n)) }
+        if let n = try integer("REVSYNC_HTTP_BODY_TIMEOUT_SECONDS") { settings.connections.bodyTimeout = .seconds(max(1, n)) }
         if let n = try integer("REVSYNC_MAX_BODY_BYTES") { settings.limits.maxBodyBytes = n }
         if let n = try integer("REVSYNC_MAX_INFLATED_BYTES") { settings.limits.maxInflatedBytes = n }
         if let n = try integer("REVSYNC_MAX_JSON_DEPTH") { settings.limits.maxJSONDepth = n }
         if let n = try integer("REVSYNC_MAX_CHANGE_SETS") { settings.limits.maxChangeSetsPerRequest = n }
+        if let n = try integer("REVSYNC_MAX_OPERATIONS_PER_CHANGE_SET") { settings.limits.maxOperationsPerChangeSet = max(1, n) }
+        if let n = try integer("REVSYNC_MAX_OPERATIONS_PER_REQUEST") { settings.limits.maxOperationsPerRequest = max(1, n) }
+        if let n = try integer("REVSYNC_MAX_LOG_ENTRY_BYTES") { settings.limits.maxLogEntryBytes = max(1024, n) }
+        if let n = try integer("REVSYNC_MAX_CORRECTIVE_BYTES") { settings.limits.maxCorrectiveBytes = max(1024, n) }
+        if let n = try integer("REVSYNC_MAX_CORRECTIVE_BYTES_PER_RESPONSE") { settings.limits.maxCorrectiveBytesPerResponse = max(1024, n) }
         if let n = try integer("REVSYNC_CATCHUP_MAX_CHANGE_SETS") { settings.limits.catchUpMaxChangeSets = max(1, n) }
         if let n = try integer("REVSYNC_CATCHUP_MAX_BYTES") { settings.limits.catchUpMaxBytes = n }
         if let n = try integer("REVSYNC_LOG_RETENTION") { settings.logRetention = Int64(n) }

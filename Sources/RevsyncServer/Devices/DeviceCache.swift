@@ -8,7 +8,11 @@
 actor DeviceCache {
     enum Lookup {
         case hit(Device)
+        /// Looked up recently and not found: no need to ask PostgreSQL again.
+        case unknown
         case miss(generation: Int)
+        /// Too many look-ups of uncached tokens this second: PostgreSQL is not asked.
+        case throttled
     }
 
     private var devices: [[UInt8]: (device: Device, stored: ContinuousClock.Instant)] = [:]
@@ -19,6 +23,20 @@ actor DeviceCache {
     private var seen: Set<Int64> = []
     /// Bounded so that a flood of devices cannot grow it without limit.
     private let capacity = 100_000
+    /// Tokens PostgreSQL did not know, with when; a client repeating a bad token costs no query.
+    private var unknownTokens: [[UInt8]: ContinuousClock.Instant] = [:]
+    private let unknownCapacity = 10_000
+    private let unknownLifetime: Duration = .seconds(60)
+    /// Look-ups of uncached tokens allowed per second (a token bucket), so random tokens
+    /// cannot be used to hammer PostgreSQL; past it a request gets `503` and retries.
+    private let lookupsPerSecond: Double
+    private var lookupBudget: Double
+    private var budgetRefilled = ContinuousClock.now
+
+    init(lookupsPerSecond: Int = 2000) {
+        self.lookupsPerSecond = Double(max(1, lookupsPerSecond))
+        self.lookupBudget = Double(max(1, lookupsPerSecond))
+    }
 
     func lookup(_ hash: [UInt8]) -> Lookup {
         if let entry = devices[hash] {
@@ -29,7 +47,23 @@ actor DeviceCache {
                 return .hit(entry.device)
             }
         }
+        if let noted = unknownTokens[hash] {
+            if ContinuousClock.now - noted < unknownLifetime { return .unknown }
+            unknownTokens[hash] = nil
+        }
+        let now = ContinuousClock.now
+        lookupBudget = min(lookupsPerSecond, lookupBudget + (now - budgetRefilled).seconds * lookupsPerSecond)
+        budgetRefilled = now
+        guard lookupBudget >= 1 else { return .throttled }
+        lookupBudget -= 1
         return .miss(generation: generation)
+    }
+
+    /// Notes a token PostgreSQL does not know. Tokens are random and new ones are never
+    /// looked up before they exist, so a noted token cannot later become valid.
+    func storeUnknown(_ hash: [UInt8]) {
+        if unknownTokens.count >= unknownCapacity { unknownTokens.removeAll(keepingCapacity: true) }
+        unknownTokens[hash] = ContinuousClock.now
     }
 
     func store(_ device: Device, for hash: [UInt8], generation: Int) {
@@ -41,6 +75,7 @@ actor DeviceCache {
 
     func invalidateAll() {
         devices.removeAll(keepingCapacity: true)
+        unknownTokens.removeAll(keepingCapacity: true)
         generation += 1
     }
 
@@ -50,5 +85,13 @@ actor DeviceCache {
     func takeSeen() -> Set<Int64> {
         defer { seen.removeAll(keepingCapacity: true) }
         return seen
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, as a floating-point number.
+    var seconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
     }
 }

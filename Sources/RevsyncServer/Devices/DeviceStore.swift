@@ -10,9 +10,9 @@ public struct DeviceStore: Sendable {
     let database: Database
     let cache: DeviceCache
 
-    public init(database: Database) {
+    public init(database: Database, lookupsPerSecond: Int = 2000) {
         self.database = database
-        self.cache = DeviceCache()
+        self.cache = DeviceCache(lookupsPerSecond: lookupsPerSecond)
     }
 
     static let revokedError = SyncError(.unauthorized, "this device was revoked: an administrator must register it again")
@@ -41,6 +41,9 @@ public struct DeviceStore: Sendable {
         let generation: Int
         switch await cache.lookup(hash) {
         case .hit(let device): return device
+        case .unknown: return nil
+        case .throttled:
+            throw SyncError.unavailable("too many requests with tokens this server has not seen recently: retry shortly")
         case .miss(let current): generation = current
         }
         let logger = database.logger
@@ -51,7 +54,10 @@ public struct DeviceStore: Sendable {
                 SELECT id, public_id::text, name, user_name, role, revoked_at IS NOT NULL FROM revsync_devices WHERE token_hash = \(bound)
                 """, logger)
         }
-        guard let row = rows.first else { return nil }
+        guard let row = rows.first else {
+            await cache.storeUnknown(hash)
+            return nil
+        }
         let (id, publicId, name, user, role, revoked) = try row.decode((Int64, String, String, String, String, Bool).self)
         if revoked { throw Self.revokedError }
         let device = Device(id: id, publicId: publicId, name: name, user: user, role: role)

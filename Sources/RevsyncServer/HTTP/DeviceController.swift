@@ -18,8 +18,12 @@ struct DeviceController<Context: RequestContext>: Sendable {
             try checkAdmin(request)
             let body = try await bodyReader.read(request)
             let registration = try bodyReader.decode(DeviceRegistration.self, from: body)
-            for (field, value) in [("name", registration.name), ("user", registration.user)] where value.isEmpty || value.count > 200 {
-                throw SyncError(.invalidRequest, "\"\(field)\" must be 1 to 200 characters")
+            for (field, value) in [("name", registration.name), ("user", registration.user)] {
+                guard !value.isEmpty, value.count <= 200 else { throw SyncError(.invalidRequest, "\"\(field)\" must be 1 to 200 characters") }
+                // PostgreSQL's text cannot hold U+0000 (found by schemathesis as a 500).
+                guard !value.unicodeScalars.contains("\u{0}") else {
+                    throw SyncError(.invalidRequest, "\"\(field)\" contains a NUL character (U+0000), which is not allowed")
+                }
             }
             try checkRole(registration.role)
             let (device, deviceToken) = try await devices.register(name: registration.name, user: registration.user, role: registration.role)

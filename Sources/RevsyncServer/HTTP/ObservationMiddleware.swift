@@ -1,7 +1,11 @@
 import Hummingbird
+import NIOCore
+import NIOHTTP1
 
-/// Counts every request by route and status, and turns unexpected errors into the
-/// contract's JSON 500 (the details go to the log, with the request id).
+/// Counts every request by route and status, and turns errors that are not the contract's
+/// into its JSON bodies: an unknown route into `404 not_found`, a request cut short by its
+/// client into `400 invalid_request`, and anything unexpected into a 500 (the details go to
+/// the log, with the request id).
 struct ObservationMiddleware<Context: RequestContext>: RouterMiddleware {
     let metrics: ServerMetrics
 
@@ -12,14 +16,31 @@ struct ObservationMiddleware<Context: RequestContext>: RouterMiddleware {
             let response = try await next(request, context)
             metrics.recordRequest(route: route, status: response.status.code, duration: ContinuousClock.now - started)
             return response
+        } catch let error as SyncError {
+            metrics.recordRequest(route: route, status: error.status.code, duration: ContinuousClock.now - started)
+            if error.status.code >= 500 { context.logger.warning("request failed", metadata: ["error": "\(error)"]) }
+            throw error
+        } catch let error as HTTPError where error.status == .notFound || error.status == .methodNotAllowed {
+            metrics.recordRequest(route: route, status: 404, duration: ContinuousClock.now - started)
+            throw SyncError(.notFound, "no endpoint answers \(request.method) \(request.uri.path): GET /openapi.json lists them")
         } catch let error as any HTTPResponseError {
             metrics.recordRequest(route: route, status: error.status.code, duration: ContinuousClock.now - started)
             if error.status.code >= 500 { context.logger.warning("request failed", metadata: ["error": "\(error)"]) }
             throw error
+        } catch let error where Self.cutShort(error) {
+            // The client stopped sending (or its body timed out): nobody reads the answer, and it is not the server's fault.
+            metrics.recordRequest(route: route, status: 400, duration: ContinuousClock.now - started)
+            context.logger.debug("request cut short by its client", metadata: ["error": "\(error)"])
+            throw SyncError(.invalidRequest, "the request ended before its body was complete")
         } catch {
             metrics.recordRequest(route: route, status: 500, duration: ContinuousClock.now - started)
             context.logger.error("request failed", metadata: ["error": "\(String(reflecting: error))"])
             throw SyncError(.internal, "the server failed to handle this request; its log has the details under request id \(context.id)")
         }
+    }
+
+    /// A body that ended early or a connection the client closed.
+    static func cutShort(_ error: any Error) -> Bool {
+        error is HTTPParserError || error is ChannelError
     }
 }

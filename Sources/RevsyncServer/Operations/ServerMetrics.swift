@@ -9,8 +9,12 @@ public struct ServerMetrics: Sendable {
     public let registry: PrometheusCollectorRegistry
     let factory: PrometheusMetricsFactory
     private let head: CoreMetrics.Gauge
+    /// The schema's entity names: the only `entity` labels, so a client naming made-up
+    /// entities cannot grow `/metrics` (anything else is counted as `unknown`).
+    private let entities: Set<String>
 
-    public init() {
+    public init(entities: Set<String> = []) {
+        self.entities = entities
         registry = PrometheusCollectorRegistry()
         var factory = PrometheusMetricsFactory(registry: registry)
         let fine: [Duration] = [
@@ -31,19 +35,22 @@ public struct ServerMetrics: Sendable {
         switch outcome {
         case .applied(let revision, _, _):
             for entity in changeSet.types {
-                CoreMetrics.Counter(label: "revsync_change_sets_applied_total", dimensions: [("entity", entity)], factory: factory).increment()
+                CoreMetrics.Counter(label: "revsync_change_sets_applied_total", dimensions: [("entity", label(entity))], factory: factory).increment()
             }
             CoreMetrics.Timer(label: "revsync_apply_duration_seconds", dimensions: [], factory: factory).recordNanoseconds(duration.nanoseconds)
             observeHead(revision)
         case .rejected(let reason, _):
             CoreMetrics.Counter(
                 label: "revsync_change_sets_rejected_total",
-                dimensions: [("reason", reason.code.rawValue), ("entity", reason.entity ?? "")], factory: factory
+                dimensions: [("reason", reason.code.rawValue), ("entity", reason.entity.map(label) ?? "")], factory: factory
             ).increment()
         case .repeated, .repeatedRejection:
             CoreMetrics.Counter(label: "revsync_change_sets_repeated_total", dimensions: [], factory: factory).increment()
         }
     }
+
+    /// `entity` if the schema has it, else `unknown`.
+    func label(_ entity: String) -> String { entities.contains(entity) ? entity : "unknown" }
 
     func recordCatchUp(changeSets: Int, source: String, duration: Duration) {
         CoreMetrics.Timer(label: "revsync_catchup_duration_seconds", dimensions: [("source", source)], factory: factory).recordNanoseconds(duration.nanoseconds)

@@ -13,13 +13,14 @@ import RevsyncWire
 struct ChangeSetApplier: Sendable {
     let database: Database
     let schema: DatasetSchema
+    let limits: ServerSettings.Limits
     var delayBeforeRevision: ApplyDelay? = nil
 
     /// SQLSTATEs that mean "run the whole transaction again".
     private static let retryableStates: Set<String> = ["40001", "40P01"]
 
     func apply(_ changeSet: ChangeSet, device: Device) async throws -> ApplyOutcome {
-        let validation = ChangeSetValidator(schema: schema, role: device.role).validate(changeSet)
+        let validation = ChangeSetValidator(schema: schema, role: device.role, maxOperations: limits.maxOperationsPerChangeSet).validate(changeSet)
         var attempt = 0
         while true {
             attempt += 1
@@ -35,7 +36,8 @@ struct ChangeSetApplier: Sendable {
         _ changeSet: ChangeSet, validation: Result<NormalizedChangeSet, ConflictReason>, device: Device
     ) async throws -> ApplyOutcome {
         let logger = database.logger
-        let writer = ChangeSetWriter(schema: schema, device: device, logger: logger, delayBeforeRevision: delayBeforeRevision)
+        let writer = ChangeSetWriter(
+            schema: schema, device: device, logger: logger, maxLogEntryBytes: limits.maxLogEntryBytes, delayBeforeRevision: delayBeforeRevision)
         let ledger = SeqLedger(database: database, schema: schema)
         return try await database.transaction { connection in
             let last = try await Self.lockDevice(device, forSeq: changeSet.seq != nil, on: connection, logger: logger)

@@ -10,6 +10,8 @@ struct ChangeSetWriter: Sendable {
     let schema: DatasetSchema
     let device: Device
     let logger: Logger
+    /// A log entry larger than this (cascades included) rejects the change set.
+    let maxLogEntryBytes: Int
     let delayBeforeRevision: ApplyDelay?
 
     /// - Parameters:
@@ -187,6 +189,12 @@ struct ChangeSetWriter: Sendable {
     private func stamp(_ applied: AppliedChangeSet, digest: [UInt8], on connection: PostgresConnection) async throws -> CommittedEntry {
         let bodyBytes = LogEntryEncoder.encode(applied, schema: schema, author: false)
         let authorBytes = LogEntryEncoder.encode(applied, schema: schema, author: true)
+        // Every device must swallow this entry whole: refuse it before it takes a revision.
+        guard authorBytes.count <= maxLogEntryBytes else {
+            throw ConflictReason(
+                code: .invalid, entity: nil, id: nil,
+                message: "the change set would write \(authorBytes.count) bytes to the log (its cascades included); the limit is \(maxLogEntryBytes): split it")
+        }
         let body = String(decoding: bodyBytes, as: UTF8.self)
         let authorBody = String(decoding: authorBytes, as: UTF8.self)
         var binds = PostgresBindings()

@@ -7,7 +7,21 @@ struct CorrectionReader: Sendable {
     let database: Database
     let schema: DatasetSchema
 
-    func corrective(for changeSet: ChangeSet, reason: ConflictReason, device: Device) async throws -> [UInt8] {
+    /// A repair that would pass its byte limit: reading stops there.
+    private struct RepairTooLarge: Error {}
+
+    /// The corrective set for a rejected change set, or, when the repair would be larger than
+    /// `maxBytes`, the instruction to drop it and re-bootstrap (`CorrectiveSet.resync`). Reading
+    /// stops as soon as the limit is passed, so memory stays bounded whatever the cascade.
+    func corrective(for changeSet: ChangeSet, reason: ConflictReason, device: Device, maxBytes: Int = .max) async throws -> [UInt8] {
+        do {
+            return try await boundedCorrective(for: changeSet, reason: reason, device: device, maxBytes: maxBytes)
+        } catch is RepairTooLarge {
+            return CorrectiveSet.resync(seq: changeSet.seq, reason: reason, limit: maxBytes)
+        }
+    }
+
+    private func boundedCorrective(for changeSet: ChangeSet, reason: ConflictReason, device: Device, maxBytes: Int) async throws -> [UInt8] {
         let logger = database.logger
         let schema = self.schema
         let reader = RecordReader(schema: schema, logger: logger)
@@ -49,6 +63,7 @@ struct CorrectionReader: Sendable {
                     corrective.drop(sent.entity, sent.id)
                 }
             }
+            if corrective.approximateBytes > maxBytes { throw RepairTooLarge() }
             // Records depending on what the set tried to delete: the device may have
             // removed (cascade) or changed (set null) them locally.
             var frontier = Dictionary(grouping: wanted.filter { item in scope.deletedRoots.contains(item.sent) }.compactMap { item in
@@ -59,10 +74,13 @@ struct CorrectionReader: Sendable {
                 var next: [String: [Int64]] = [:]
                 for (parent, ids) in frontier.sorted(by: { $0.key < $1.key }) {
                     for relation in schema.references(to: parent) {
-                        for record in try await reader.records(relation.child, where: relation.attribute, in: ids, on: connection) {
+                        // No record takes fewer than 48 bytes: more rows than that cannot fit.
+                        let room = (maxBytes - corrective.approximateBytes) / 48 + 1
+                        for record in try await reader.records(relation.child, where: relation.attribute, in: ids, limit: room, on: connection) {
                             let key = RecordKey(relation.child, record.id)
                             guard visited.insert(key).inserted else { continue }
                             corrective.keep(relation.child, record, temporaryId: nil)
+                            if corrective.approximateBytes > maxBytes { throw RepairTooLarge() }
                             if relation.rule == .cascade { next[relation.child, default: []].append(record.id) }
                         }
                     }

@@ -59,14 +59,17 @@ struct RecordReader: Sendable {
         return try rows.map(columns.decode)
     }
 
-    /// Records of `entity` whose `attribute` references one of `parents`.
-    func records(_ entity: String, where attribute: String, in parents: [Int64], on connection: PostgresConnection) async throws -> [StoredRecord] {
-        guard let definition = schema.entity(named: entity), !parents.isEmpty else { return [] }
+    /// Records of `entity` whose `attribute` references one of `parents`, at most `limit` of them.
+    func records(
+        _ entity: String, where attribute: String, in parents: [Int64], limit: Int = .max, on connection: PostgresConnection
+    ) async throws -> [StoredRecord] {
+        guard let definition = schema.entity(named: entity), !parents.isEmpty, limit > 0 else { return [] }
         let columns = RecordColumns(definition)
+        let count = Int64(min(limit, Int(Int32.max)))
         let rows = try await connection.rows(
             """
             SELECT \(unescaped: columns.selectList) FROM \(unescaped: columns.table) AS t
-            WHERE t.\(unescaped: SQLIdentifier.quoted(attribute)) = ANY(\(parents)) ORDER BY t.id
+            WHERE t.\(unescaped: SQLIdentifier.quoted(attribute)) = ANY(\(parents)) ORDER BY t.id LIMIT \(count)
             """, logger)
         return try rows.map(columns.decode)
     }

@@ -20,6 +20,12 @@ struct SyncService: Sendable {
         guard request.changeSets.count <= limits.maxChangeSetsPerRequest else {
             throw SyncError(.tooLarge, "\(request.changeSets.count) change sets in one request; the limit is \(limits.maxChangeSetsPerRequest): send the rest next")
         }
+        let operations = request.changeSets.reduce(0) { total, set in
+            total + set.entities.values.reduce(0) { $0 + $1.create.count + $1.update.count + $1.delete.count }
+        }
+        guard operations <= limits.maxOperationsPerRequest else {
+            throw SyncError(.tooLarge, "\(operations) operations in one request; the limit is \(limits.maxOperationsPerRequest): send fewer change sets at a time")
+        }
         try await ledger.check(request.changeSets, device: device)
         var state = try await changeLog.state()
         // A cached head may lag (or have been set back): ask PostgreSQL before refusing.
@@ -74,13 +80,22 @@ struct SyncService: Sendable {
         return acks.sorted { $0.revision < $1.revision }.map(\.bytes)
     }
 
-    /// A fresh corrective set for every rejected change set, in request order.
+    /// A fresh corrective set for every rejected change set, in request order. Each is bounded
+    /// by `maxCorrectiveBytes`, and all of them by `maxCorrectiveBytesPerResponse`: past that,
+    /// the rest are re-bootstrap instructions, so a thousand rejected deletes of large parents
+    /// cost a bounded amount of memory.
     private func correctiveSets(_ outcomes: [ApplyOutcome], device: Device) async throws -> [[UInt8]] {
         var correctives: [[UInt8]] = []
+        var room = limits.maxCorrectiveBytesPerResponse
         for outcome in outcomes {
             switch outcome {
             case .rejected(let reason, let changeSet), .repeatedRejection(let reason, let changeSet):
-                correctives.append(try await corrections.corrective(for: changeSet, reason: reason, device: device))
+                let limit = min(limits.maxCorrectiveBytes, room)
+                let corrective = limit > 0
+                    ? try await corrections.corrective(for: changeSet, reason: reason, device: device, maxBytes: limit)
+                    : CorrectiveSet.resync(seq: changeSet.seq, reason: reason, limit: limits.maxCorrectiveBytesPerResponse)
+                room = max(0, room - corrective.count)
+                correctives.append(corrective)
             case .applied, .repeated:
                 continue
             }

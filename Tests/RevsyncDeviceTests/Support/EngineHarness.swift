@@ -20,12 +20,14 @@ final class SleepRecorder: Sendable {
 
 /// A fake server, seeded with a league and a team, and devices that sync with it.
 struct EngineHarness {
-    let server = FakeSyncServer()
+    let server: FakeSyncServer
     let sleeps = SleepRecorder()
     let leagueId: Int64
     let teamId: Int64
 
-    init() async throws {
+    /// `schema` holds the devices' permissions (the fake's seeding is not checked).
+    init(schema: LocalSchema = TestSchema.schema) async throws {
+        server = FakeSyncServer(schema: schema)
         let ids = try await server.seed { cs in
             cs.create("leagues", -1, ["name": "Premier"])
             cs.create("teams", -2, ["league_id": -1, "name": "Owls", "city": "Leeds"])
@@ -44,10 +46,28 @@ struct EngineHarness {
     }
 
     /// A registered device (not bootstrapped yet).
-    func device(_ name: String, path: String? = nil, transport: (any SyncTransport)? = nil, maxAttempts: Int? = 8) async throws -> SyncEngine {
-        let engine = try SyncEngine(databasePath: path, transport: transport ?? server, configuration: configuration(maxAttempts: maxAttempts))
+    func device(
+        _ name: String, path: String? = nil, transport: (any SyncTransport)? = nil, maxAttempts: Int? = 8,
+        configure: (inout SyncEngineConfiguration) -> Void = { _ in }
+    ) async throws -> SyncEngine {
+        var configuration = configuration(maxAttempts: maxAttempts)
+        configure(&configuration)
+        let engine = try SyncEngine(databasePath: path, transport: transport ?? server, configuration: configuration)
         try await engine.register(DeviceRegistration(name: name, user: name, role: "member"), adminToken: server.adminToken)
         return engine
+    }
+
+    /// Seeds a team of the harness's league with `players` players, each with a note; returns the team's id.
+    func seedTeam(_ name: String, players: Int) async throws -> Int64 {
+        let league = leagueId
+        let ids = try await server.seed { cs in
+            cs.create("teams", -1, ["league_id": .integer(league), "name": .string(name)])
+            for number in 1...Int64(players) {
+                cs.create("players", -1 - number, ["team_id": -1, "number": .integer(number)])
+                cs.create("notes", -10_000 - number, ["player_id": .integer(-1 - number), "body": .string("note \(number)")])
+            }
+        }
+        return try #require(ids[-1])
     }
 
     /// Expects the device's records to equal the server's, entity by entity, with nothing pending.

@@ -5,8 +5,10 @@ import RevsyncWire
 /// An in-process stand-in for the Revsync server, following PROTOCOL.md closely
 /// enough to exercise the engine: revisions, per-device `seq` idempotency and
 /// temporary id maps, `seq_reused` for a seq sent again with other content,
-/// `GET /devices/me`, the conflict rule, cascades, corrective sets, catch-up
-/// limits (`more`), a retained-log horizon (410) and snapshots.
+/// `GET /devices/me`, the conflict rule, the role's permissions (for every
+/// device but the seeding one), cascades, corrective sets (a repair over a
+/// settable number of records becomes a `resync` corrective), operation limits,
+/// catch-up limits (`more`), a retained-log horizon (410) and snapshots.
 ///
 /// It is a test double for engine tests only; the real server's behaviour is
 /// covered by the integration tests against it.
@@ -54,6 +56,15 @@ actor FakeSyncServer: SyncTransport {
     var catchUpLimit: Int?
     /// Most change sets per request before 413.
     var requestLimit: Int?
+    /// Most operations in all change sets of a request before 413.
+    var requestOperationLimit: Int?
+    /// Most operations in one change set; past it the set is rejected as `invalid`.
+    var changeSetOperationLimit: Int?
+    /// Most records in one corrective set; a larger repair is sent as `"resync": true`
+    /// with no records (the real server counts bytes: `REVSYNC_MAX_CORRECTIVE_BYTES`).
+    var correctiveRecordLimit: Int?
+    /// `GET /snapshot` calls received.
+    private(set) var snapshotRequests = 0
     /// Every /sync request received.
     private(set) var received: [SyncRequest] = []
     /// `GET /devices/me` calls received.
@@ -68,6 +79,9 @@ actor FakeSyncServer: SyncTransport {
 
     func setCatchUpLimit(_ limit: Int?) { catchUpLimit = limit }
     func setRequestLimit(_ limit: Int?) { requestLimit = limit }
+    func setRequestOperationLimit(_ limit: Int?) { requestOperationLimit = limit }
+    func setChangeSetOperationLimit(_ limit: Int?) { changeSetOperationLimit = limit }
+    func setCorrectiveRecordLimit(_ limit: Int?) { correctiveRecordLimit = limit }
     func setNamesFirstReusedSeq(_ names: Bool) { namesFirstReusedSeq = names }
 
     /// Drops the log up to the head: every device behind it must bootstrap again.
@@ -98,7 +112,7 @@ actor FakeSyncServer: SyncTransport {
     func seed(_ build: (inout ChangeSet) -> Void) throws -> [Int64: Int64] {
         var changeSet = ChangeSet()
         build(&changeSet)
-        guard case .committed(let revision) = try process(changeSet, device: "seed"),
+        guard case .committed(let revision) = try process(changeSet, device: Self.seedDevice),
             let entry = log.first(where: { $0.revision == revision })
         else { throw DeviceError.unsupportedEdit("seed rejected") }
         var ids: [Int64: Int64] = [:]
@@ -134,6 +148,7 @@ actor FakeSyncServer: SyncTransport {
 
     func snapshot(token: String) async throws -> SyncResponse {
         guard devices[token] != nil else { throw SyncTransportError.unauthorized(message: "unknown token") }
+        snapshotRequests += 1
         var changeSet = ChangeSet()
         for entity in schema.entities.map(\.name) {
             for record in snapshotRecords(entity) {
@@ -149,6 +164,9 @@ actor FakeSyncServer: SyncTransport {
         received.append(request)
         guard var device = devices[token] else { throw SyncTransportError.unauthorized(message: "unknown token") }
         if let requestLimit, request.changeSets.count > requestLimit { throw SyncTransportError.tooLarge(message: "too many change sets") }
+        if let requestOperationLimit, request.changeSets.reduce(0, { $0 + $1.operationCount }) > requestOperationLimit {
+            throw SyncTransportError.tooLarge(message: "too many operations")
+        }
         guard request.maxRevision <= head else { throw SyncTransportError.revisionAhead(message: "ahead of \(head)") }
         guard request.maxRevision >= horizon else { throw SyncTransportError.snapshotRequired(message: "behind \(horizon)") }
         var expected = device.handledSeq + 1
@@ -222,6 +240,12 @@ actor FakeSyncServer: SyncTransport {
             guard changeSet.entities.values.contains(where: { !$0.isEmpty }) else {
                 throw Rejection(reason: ConflictReason(code: .invalid, entity: nil, id: nil, message: "a change set with no operations"))
             }
+            if let changeSetOperationLimit, changeSet.operationCount > changeSetOperationLimit {
+                throw Rejection(reason: ConflictReason(
+                    code: .invalid, entity: nil, id: nil,
+                    message: "\(changeSet.operationCount) operations; the limit is \(changeSetOperationLimit)"))
+            }
+            try checkPermissions(changeSet, device: token)
             let revision = head + 1
             var entry = ChangeSet(seq: changeSet.seq, conflict: false, revision: revision)
             var created: [Int64: TemporaryIdMapping] = [:]
@@ -331,6 +355,25 @@ actor FakeSyncServer: SyncTransport {
         }
     }
 
+    /// The device that seeds the server: an admin, whose change sets skip the permission check.
+    static let seedDevice = "seed"
+
+    /// The schema's permissions are the role of every device but the seeding one.
+    private func checkPermissions(_ changeSet: ChangeSet, device token: String) throws {
+        guard token != Self.seedDevice else { return }
+        for entity in changeSet.types {
+            guard let changes = changeSet.entities[entity], let permissions = schema.entityIfKnown(entity)?.permissions else { continue }
+            let operations = [
+                ("create", changes.create, permissions.create), ("update", changes.update, permissions.update),
+                ("delete", changes.delete, permissions.delete),
+            ]
+            for (operation, ids, allowed) in operations where !allowed && !ids.isEmpty {
+                throw Rejection(reason: ConflictReason(
+                    code: .forbidden, entity: entity, id: ids[0], message: "role \"member\" may not \(operation) \(entity)"))
+            }
+        }
+    }
+
     private func deleteCascading(_ entity: String, _ id: Int64, revision: Int64, token: String, entry: inout ChangeSet) throws {
         guard records[entity]?.removeValue(forKey: id) != nil else { return }
         entry.delete(entity, id)
@@ -339,6 +382,10 @@ actor FakeSyncServer: SyncTransport {
             for child in children {
                 switch relation.rule {
                 case .cascade:
+                    if token != Self.seedDevice, schema.entityIfKnown(relation.child)?.permissions.delete == false {
+                        throw Rejection(reason: ConflictReason(
+                            code: .forbidden, entity: entity, id: id, message: "role \"member\" may not delete \(relation.child)"))
+                    }
                     try deleteCascading(relation.child, child, revision: revision, token: token, entry: &entry)
                 case .setNull:
                     records[relation.child]?[child]?.values[relation.attribute] = .null
@@ -352,7 +399,10 @@ actor FakeSyncServer: SyncTransport {
     }
 
     /// The corrective set for a rejected change set: every record it touched and
-    /// the records referencing the ones it deleted, as they are now.
+    /// the records referencing the ones it deleted (through cascades recursively,
+    /// one level through set null and restrict), as they are now. One of more than
+    /// `correctiveRecordLimit` records is replaced by a `resync` corrective, as the
+    /// real server does past its byte limit.
     private func corrective(for changeSet: ChangeSet, reason: ConflictReason, device: Device) -> ChangeSet {
         var result = ChangeSet(seq: changeSet.seq, conflict: true, reason: reason)
         var reported: Set<RecordKey> = []
@@ -369,19 +419,30 @@ actor FakeSyncServer: SyncTransport {
                 result.delete(entity, sentId)
             }
         }
+        func reportReferencing(_ entity: String, _ id: Int64) {
+            for relation in schema.relations(to: entity) {
+                let children = (records[relation.child] ?? [:]).filter { $0.value.values[relation.attribute] == .integer(id) }.keys.sorted()
+                for child in children {
+                    let first = !reported.contains(RecordKey(relation.child, child))
+                    report(relation.child, child)
+                    if first, relation.rule == .cascade { reportReferencing(relation.child, child) }
+                }
+            }
+        }
         for entity in changeSet.types {
             guard let changes = changeSet.entities[entity] else { continue }
             for id in changes.create { report(entity, id) }
             for id in changes.update { report(entity, id) }
             for id in changes.delete {
                 report(entity, id)
-                let resolved = id < 0 ? (device.temporaryIds[id]?.permanentId ?? id) : id
-                for relation in schema.relations(to: entity) {
-                    for (child, stored) in records[relation.child] ?? [:] where stored.values[relation.attribute] == .integer(resolved) {
-                        report(relation.child, child)
-                    }
-                }
+                reportReferencing(entity, id < 0 ? (device.temporaryIds[id]?.permanentId ?? id) : id)
             }
+        }
+        if let correctiveRecordLimit, reported.count > correctiveRecordLimit {
+            var note = reason
+            note.message += "; the repair is larger than \(correctiveRecordLimit) records, so it is not sent:"
+                + " drop this change set and bootstrap again from GET /snapshot"
+            return ChangeSet(seq: changeSet.seq, conflict: true, reason: note, resync: true)
         }
         return result
     }

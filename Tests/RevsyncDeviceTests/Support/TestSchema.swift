@@ -6,7 +6,7 @@ import RevsyncWire
 /// teams → leagues (restrict), players → teams (cascade), players → users (set null),
 /// notes → players (cascade).
 enum TestSchema {
-    static func document(permissions: Permissions = .all, leaguePermissions: Permissions = .all) -> SchemaDocument {
+    static func document(permissions: Permissions = .all, leaguePermissions: Permissions = .all, playerPermissions: Permissions? = nil) -> SchemaDocument {
         SchemaDocument(version: 1, entities: [
             EntityDescription(name: "leagues", attributes: [
                 AttributeDescription(name: "name", type: .string, nullable: false),
@@ -27,7 +27,7 @@ enum TestSchema {
                 AttributeDescription(name: "number", type: .integer, nullable: true),
                 AttributeDescription(name: "rating", type: .double, nullable: true),
                 AttributeDescription(name: "active", type: .boolean, nullable: true),
-            ], permissions: permissions),
+            ], permissions: playerPermissions ?? permissions),
             EntityDescription(name: "notes", attributes: [
                 AttributeDescription(name: "player_id", type: .integer, nullable: true, references: "players", onDelete: .cascade),
                 AttributeDescription(name: "body", type: .string, nullable: false),

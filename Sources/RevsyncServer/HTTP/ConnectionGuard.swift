@@ -1,0 +1,160 @@
+import NIOCore
+import Synchronization
+
+/// The per-instance limits on connections and on how long a client may take.
+public struct ConnectionLimits: Sendable {
+    /// Concurrent connections; past it a new one is answered `503` and closed.
+    public var maxConnections = 4096
+    /// Time allowed with no request under way: after connecting, and after each response.
+    public var idleTimeout: Duration = .seconds(60)
+    /// Time from a request's first byte to the end of its head.
+    public var headerTimeout: Duration = .seconds(10)
+    /// Time from the end of a request's head to the end of its body.
+    public var bodyTimeout: Duration = .seconds(60)
+
+    public init() {}
+}
+
+/// The number of open connections of one server instance.
+final class ConnectionCount: Sendable {
+    private let open = Atomic<Int>(0)
+
+    /// Counts a new connection; false (and not counted) when `limit` are open already.
+    func enter(limit: Int) -> Bool {
+        while true {
+            let current = open.load(ordering: .relaxed)
+            guard current < limit else { return false }
+            if open.compareExchange(expected: current, desired: current + 1, ordering: .relaxed).exchanged { return true }
+        }
+    }
+
+    func leave() { open.subtract(1, ordering: .relaxed) }
+
+    var value: Int { open.load(ordering: .relaxed) }
+}
+
+/// Sent down the pipeline by `RequestProgressHandler` when a response has been written
+/// whole, so `ConnectionGuard` starts waiting for the next request.
+struct ResponseCompleted {}
+
+/// The first handler of every connection, on raw bytes: it refuses connections past the
+/// cap, and closes one whose client is idle too long or sends a request head too slowly
+/// (slow-header attacks hold a socket open with a byte every few seconds).
+///
+/// A request's head ends at its first empty line (CRLF CRLF); from there the body's
+/// deadline belongs to `RequestProgressHandler`, which sees the decoded parts.
+final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private enum State {
+        /// No request under way: waiting for the next one's first byte.
+        case idle
+        /// Reading a request head; `tail` holds its last bytes, to find CRLF CRLF across reads.
+        case head(tail: [UInt8])
+        /// The head is complete: the body, the handler and the response run.
+        case busy
+    }
+
+    private let limits: ConnectionLimits
+    private let count: ConnectionCount
+    private var counted = false
+    private var state = State.idle
+    private var deadline: Scheduled<Void>?
+
+    init(limits: ConnectionLimits, count: ConnectionCount) {
+        self.limits = limits
+        self.count = count
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        guard count.enter(limit: limits.maxConnections) else {
+            refuse(context)
+            return
+        }
+        counted = true
+        arm(context, limits.idleTimeout)
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        disarm()
+        if counted {
+            counted = false
+            count.leave()
+        }
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard counted else { return }
+        let bytes = unwrapInboundIn(data)
+        switch state {
+        case .idle:
+            state = .head(tail: [])
+            arm(context, limits.headerTimeout)
+            scanHead(bytes, tail: [], context)
+        case .head(let tail):
+            scanHead(bytes, tail: tail, context)
+        case .busy:
+            break
+        }
+        context.fireChannelRead(data)
+    }
+
+    func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
+        guard event is ResponseCompleted else {
+            context.triggerUserOutboundEvent(event, promise: promise)
+            return
+        }
+        promise?.succeed()
+        if case .busy = state {
+            state = .idle
+            arm(context, limits.idleTimeout)
+        }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        disarm()
+    }
+
+    /// Looks for the empty line that ends the head, in `bytes` after the previous read's `tail`.
+    private func scanHead(_ bytes: ByteBuffer, tail: [UInt8], _ context: ChannelHandlerContext) {
+        var window = tail
+        for byte in bytes.readableBytesView {
+            window.append(byte)
+            if window.count > 4 { window.removeFirst(window.count - 4) }
+            if window == [13, 10, 13, 10] {
+                state = .busy
+                disarm()
+                return
+            }
+        }
+        state = .head(tail: window)
+    }
+
+    private func arm(_ context: ChannelHandlerContext, _ timeout: Duration) {
+        disarm()
+        let loop = context.eventLoop.assumeIsolated()
+        deadline = loop.scheduleTask(in: .nanoseconds(timeout.nanoseconds)) {
+            context.close(promise: nil)
+        }
+    }
+
+    private func disarm() {
+        deadline?.cancel()
+        deadline = nil
+    }
+
+    /// Answers a connection past the cap with the contract's `503` and closes it.
+    private func refuse(_ context: ChannelHandlerContext) {
+        let body = #"{"error":"unavailable","message":"the server has too many open connections: retry shortly"}"#
+        let response = "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\n"
+            + "connection: close\r\ncontent-length: \(body.utf8.count)\r\n\r\n" + body
+        context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: response))).whenComplete { _ in
+            context.close(promise: nil)
+        }
+    }
+}

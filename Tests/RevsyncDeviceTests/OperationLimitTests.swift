@@ -1,0 +1,76 @@
+import RevsyncWire
+import Testing
+
+@testable import RevsyncDevice
+
+/// The server's operation limits: per change set (`invalid`) and per request
+/// (`413`), which the engine keeps to before the server has to refuse.
+@Suite("Operation limits")
+struct OperationLimitTests {
+    @Test func aTransactionOverTheChangeSetLimitIsRefusedAndLeavesNoTrace() async throws {
+        let harness = try await EngineHarness()
+        let squad = try await harness.seedTeam("Larks", players: 8)
+        let device = try await harness.device("a") { $0.maxOperationsPerChangeSet = 5 }
+        try await device.syncOnce()
+        let team = harness.teamId
+
+        await #expect(throws: DeviceError.tooManyOperations(count: 6, limit: 5)) {
+            try await device.transaction { tx in
+                for number in 1...6 { try tx.create("players", ["team_id": .integer(team), "number": .integer(Int64(number))]) }
+            }
+        }
+        #expect(try await device.pendingChangeSets().isEmpty)
+        #expect(try await device.records("players", matching: RecordQuery().where("team_id", .equal, .integer(team))).isEmpty)
+
+        let created = try await device.transaction { tx in
+            try (1...5).map { number in try tx.create("players", ["team_id": .integer(team), "number": .integer(Int64(number))]) }
+        }
+        #expect(created.first == -1, "the refused transaction used no temporary id")
+        // A delete is one operation, however many records it cascades to.
+        try await device.transaction { tx in try tx.delete("teams", id: squad) }
+        let report = try await device.syncOnce()
+        #expect(report.acknowledged == [1, 2])
+        try await harness.expectConverged(device)
+    }
+
+    @Test func requestsStayUnderTheOperationLimitSoTheServerNeedNotRefuseThem() async throws {
+        let harness = try await EngineHarness()
+        let device = try await harness.device("a") { $0.maxOperationsPerRequest = 7 }
+        try await device.syncOnce()
+        let team = harness.teamId
+        for round in 0..<5 {
+            try await device.transaction { tx in
+                for number in 1...3 { try tx.create("players", ["team_id": .integer(team), "number": .integer(Int64(round * 3 + number))]) }
+            }
+        }
+        await harness.server.setRequestOperationLimit(7)
+        let before = await harness.server.received.count
+
+        let report = try await device.syncOnce()
+        #expect(report.acknowledged == [1, 2, 3, 4, 5])
+        #expect(report.retries == 0)
+        let sent = await harness.server.received.dropFirst(before)
+        #expect(sent.map(\.changeSets.count) == [2, 2, 1])
+        #expect(sent.allSatisfy { $0.changeSets.reduce(0) { $0 + $1.operationCount } <= 7 })
+        try await harness.expectConverged(device)
+    }
+
+    @Test func aServerWithALowerLimitRejectsTheChangeSetAsInvalid() async throws {
+        let harness = try await EngineHarness()
+        await harness.server.setChangeSetOperationLimit(4)
+        let device = try await harness.device("a")
+        try await device.syncOnce()
+        let team = harness.teamId
+        let created = try await device.transaction { tx in
+            try (1...5).map { number in try tx.create("players", ["team_id": .integer(team), "number": .integer(Int64(number))]) }
+        }
+        try await device.transaction { tx in try tx.update("teams", id: team, ["city": "York"]) }
+
+        let report = try await device.syncOnce()
+        #expect(report.conflicts.map(\.reason.code) == [.invalid])
+        #expect(report.conflicts.first?.dropped["players"]?.sorted() == created.sorted())
+        #expect(report.acknowledged == [2])
+        #expect(try await device.records("players").isEmpty)
+        try await harness.expectConverged(device)
+    }
+}

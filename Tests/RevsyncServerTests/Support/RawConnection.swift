@@ -1,0 +1,53 @@
+import Foundation
+import RevsyncTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A plain TCP connection to a loopback port, for sending HTTP byte by byte as a slow or
+/// hostile client would, and seeing when the server closes it.
+final class RawConnection {
+    private let socketFD: Int32
+
+    init(port: Int) throws {
+        socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socketFD >= 0 else { throw TestSetupError("socket() failed") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else {
+            close(socketFD)
+            throw TestSetupError("connect() to 127.0.0.1:\(port) failed")
+        }
+    }
+
+    deinit { close(socketFD) }
+
+    func send(_ text: String) {
+        let bytes = Array(text.utf8)
+        _ = bytes.withUnsafeBytes { Glibc.send(socketFD, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    /// Reads until the server closes the connection or `timeout` passes; returns what arrived
+    /// and whether the connection was closed.
+    func readUntilClosed(timeout: Duration, orUntil marker: String? = nil) -> (text: String, closed: Bool) {
+        var received: [UInt8] = []
+        let deadline = ContinuousClock.now + timeout
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while ContinuousClock.now < deadline {
+            var descriptor = pollfd(fd: socketFD, events: Int16(POLLIN), revents: 0)
+            let left = deadline - ContinuousClock.now
+            let milliseconds = Int32(max(1, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000))
+            guard poll(&descriptor, 1, milliseconds) > 0 else { continue }
+            let count = recv(socketFD, &buffer, buffer.count, 0)
+            if count <= 0 { return (String(decoding: received, as: UTF8.self), true) }
+            received += buffer[0..<count]
+            if let marker, String(decoding: received, as: UTF8.self).contains(marker) { return (String(decoding: received, as: UTF8.self), false) }
+        }
+        return (String(decoding: received, as: UTF8.self), false)
+    }
+}
