@@ -85,7 +85,7 @@ public struct Server: Sendable {
         ).addRoutes(to: router)
         DatasetController(authenticator: authenticator, schema: schema, snapshots: SnapshotStreamer(database: database, schema: schema))
             .addRoutes(to: router)
-        OperationsController(database: database, metrics: metrics).addRoutes(to: router)
+        OperationsController(database: database, metrics: metrics, metricsToken: settings.metricsToken).addRoutes(to: router)
         OpenAPIController().addRoutes(to: router)
 
         var services: [any Service] = [postgres, pruner, DeviceChangeWatcher(devices: devices, feed: cache, logger: logger)]

@@ -178,6 +178,18 @@ extension RequestLimitTests {
         }
     }
 
+    @Test func metricsNeedTheirTokenWhenOneIsSet() async throws {
+        try await withTestServer(configure: { $0.metricsToken = "scrape-me" }) { harness in
+            let (refused, body) = try await harness.raw("/metrics", method: .get, token: nil)
+            #expect(refused == .unauthorized)
+            #expect(try harness.error(body).error == "unauthorized")
+            #expect(try await harness.raw("/metrics", method: .get, token: "wrong").0 == .unauthorized)
+            let (status, text) = try await harness.raw("/metrics", method: .get, token: "scrape-me")
+            #expect(status == .ok)
+            #expect(String(buffer: text).contains("revsync_"))
+        }
+    }
+
     @Test func unknownRoutesAnswerTheContractsErrorBody() async throws {
         try await withTestServer { harness in
             let (status, body) = try await harness.raw("/nowhere", method: .get, token: nil)

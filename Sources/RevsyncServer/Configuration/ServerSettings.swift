@@ -9,6 +9,8 @@ public struct ServerSettings: Sendable {
     public var adminToken: String?
     /// A file of admin tokens, one per line, read on every admin request.
     public var adminTokenFile: String?
+    /// Bearer token `GET /metrics` requires; nil leaves it open (bind the server to a private address then).
+    public var metricsToken: String?
     public var schemaPath = "Config/schema.json"
     public var limits = Limits()
     /// Connections per instance and how long a client may take.
@@ -85,6 +87,7 @@ public struct ServerSettings: Sendable {
         if let url = value("REVSYNC_DATABASE_URL") { settings.databaseURL = url }
         settings.adminToken = value("REVSYNC_ADMIN_TOKEN")
         settings.adminTokenFile = value("REVSYNC_ADMIN_TOKEN_FILE")
+        settings.metricsToken = value("REVSYNC_METRICS_TOKEN")
         if let path = value("REVSYNC_SCHEMA") { settings.schemaPath = path }
         if let n = try integer("REVSYNC_MAX_CONNECTIONS") { settings.connections.maxConnections = max(1, n) }
         if let n = try integer("REVSYNC_MAX_REQUESTS_IN_FLIGHT") { settings.maxRequestsInFlight = max(1, n) }

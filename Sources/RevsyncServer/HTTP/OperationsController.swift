@@ -5,6 +5,8 @@ import NIOCore
 struct OperationsController<Context: RequestContext>: Sendable {
     let database: Database
     let metrics: ServerMetrics
+    /// When set, `/metrics` needs it as the bearer token: metrics tell more than a stranger should know.
+    let metricsToken: String?
 
     func addRoutes(to router: Router<Context>) {
         router.get("/health") { request, _ in
@@ -19,8 +21,13 @@ struct OperationsController<Context: RequestContext>: Sendable {
             }
             return JSONResponse.make(ByteBuffer(string: "{\"status\":\"ready\"}"), for: request)
         }
-        router.get("/metrics") { _, _ in
-            Response(
+        router.get("/metrics") { request, _ in
+            if let metricsToken {
+                guard let token = Authenticator.bearerToken(request), DeviceStore.constantTimeEqual(token, metricsToken) else {
+                    throw SyncError(.unauthorized, "GET /metrics needs \"Authorization: Bearer <REVSYNC_METRICS_TOKEN>\"")
+                }
+            }
+            return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
                 body: .init(byteBuffer: ByteBuffer(string: metrics.exposition())))
         }
