@@ -34,6 +34,7 @@ import Testing
         var settings = ServerSettings()
         settings.databaseURL = url
         settings.schemaPath = path
+        settings.databaseTimeout = .seconds(30)
         let server = try Server(settings: settings, logger: Logger(label: "revsync.tests.migrate"))
         return try await server.runWithDatabase { try await server.migrator.migrate() }
     }

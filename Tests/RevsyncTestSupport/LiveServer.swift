@@ -34,6 +34,8 @@ public func withLiveServer<T: Sendable>(
     settings.adminToken = "live-admin-token"
     settings.port = port
     settings.databaseConnections = 6
+    // Every suite runs at once on two cores: PostgreSQL may take longer than production allows.
+    settings.databaseTimeout = .seconds(30)
     settings.redisURL = ProcessInfo.processInfo.environment["REVSYNC_TEST_REDIS_URL"] ?? "redis://127.0.0.1:63799"
     configure(&settings)
     var logger = Logger(label: "revsync.tests.live")
@@ -64,7 +66,8 @@ public func withLiveServer<T: Sendable>(
 /// Waits until something accepts TCP connections on the loopback port (the server
 /// listens only after its migrations ran).
 func waitUntilListening(port: Int) async throws {
-    let deadline = ContinuousClock.now + .seconds(30)
+    // Migrations run first, and every suite runs at once on two cores: allow a minute.
+    let deadline = ContinuousClock.now + .seconds(60)
     while ContinuousClock.now < deadline {
         let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
@@ -80,5 +83,5 @@ func waitUntilListening(port: Int) async throws {
         if connected { return }
         try await Task.sleep(for: .milliseconds(50))
     }
-    throw TestSetupError("the server on port \(port) did not start listening within 30 s")
+    throw TestSetupError("the server on port \(port) did not start listening within 60 s")
 }
