@@ -71,6 +71,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     func channelActive(context: ChannelHandlerContext) {
         guard count.enter(limit: limits.maxConnections) else {
+            // The rest of the pipeline sees the connection open and close like any other.
+            context.fireChannelActive()
             refuse(context)
             return
         }

@@ -32,17 +32,19 @@ final class RawConnection {
         _ = bytes.withUnsafeBytes { Glibc.send(socketFD, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
     }
 
-    /// Reads until the server closes the connection or `timeout` passes; returns what arrived
-    /// and whether the connection was closed.
-    func readUntilClosed(timeout: Duration, orUntil marker: String? = nil) -> (text: String, closed: Bool) {
+    /// Reads until the server closes the connection, `marker` arrives, or `timeout` passes; returns
+    /// what arrived and whether the connection was closed. It never blocks a thread: it polls
+    /// without waiting and sleeps between polls, so the server under test keeps its threads.
+    func readUntilClosed(timeout: Duration, orUntil marker: String? = nil) async -> (text: String, closed: Bool) {
         var received: [UInt8] = []
         let deadline = ContinuousClock.now + timeout
         var buffer = [UInt8](repeating: 0, count: 4096)
         while ContinuousClock.now < deadline {
             var descriptor = pollfd(fd: socketFD, events: Int16(POLLIN), revents: 0)
-            let left = deadline - ContinuousClock.now
-            let milliseconds = Int32(max(1, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000))
-            guard poll(&descriptor, 1, milliseconds) > 0 else { continue }
+            guard poll(&descriptor, 1, 0) > 0 else {
+                try? await Task.sleep(for: .milliseconds(10))
+                continue
+            }
             let count = recv(socketFD, &buffer, buffer.count, 0)
             if count <= 0 { return (String(decoding: received, as: UTF8.self), true) }
             received += buffer[0..<count]

@@ -44,36 +44,6 @@ func withTestServer<T: Sendable>(
     }
 }
 
-/// Runs `body` against a server on a fresh database listening on a real loopback socket
-/// (for what only a socket shows: timeouts, connection caps); `harness.client.port` is its port.
-func withLiveTestServer<T: Sendable>(
-    configure: (inout ServerSettings) -> Void = { _ in },
-    _ body: @Sendable (TestHarness) async throws -> T
-) async throws -> T {
-    let url = try await TestDatabase.create()
-    var settings = ServerSettings()
-    settings.databaseURL = url
-    settings.schemaPath = defaultSchemaPath
-    settings.adminToken = adminToken
-    settings.databaseConnections = 6
-    settings.redisURL = ProcessInfo.processInfo.environment["REVSYNC_TEST_REDIS_URL"] ?? "redis://127.0.0.1:63799"
-    settings.port = 0
-    configure(&settings)
-    var logger = Logger(label: "revsync.tests.live")
-    logger.logLevel = .warning
-    do {
-        let server = try Server(settings: settings, logger: logger)
-        let result = try await server.makeApplication().test(.live) { client in
-            try await body(TestHarness(client: client, server: server))
-        }
-        await TestDatabase.drop(url)
-        return result
-    } catch {
-        await TestDatabase.drop(url)
-        throw error
-    }
-}
-
 /// A registered device: its token and the id the server gave it.
 struct TestDevice: Sendable {
     let id: String
