@@ -35,18 +35,29 @@ let package = Package(
     targets: [
         // The contract's JSON shapes and the dataset schema model. Foundation only.
         .target(name: "RevsyncWire", swiftSettings: swiftSettings),
-        // The server's sync rules as pure functions over values: no I/O.
+        // The sync rules as pure functions over values, and the vocabulary the server and the
+        // device share (record keys, temporary-id mappings, relations and the on-delete walk,
+        // value and name rules): no I/O, no SQL.
         .target(name: "RevsyncRules", dependencies: ["RevsyncWire"], swiftSettings: swiftSettings),
+        // Strict gzip for HTTP bodies, the same on the server and the device.
+        .target(
+            name: "RevsyncGzip",
+            dependencies: [
+                .product(name: "CompressNIO", package: "compress-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // HTTP, PostgreSQL and metrics shells around the rules.
         .target(
             name: "RevsyncServer",
             dependencies: [
                 "RevsyncWire",
                 "RevsyncRules",
+                "RevsyncGzip",
                 "RevsyncRedis",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "CompressNIO", package: "compress-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -71,22 +82,30 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // The device side of the contract: SQLite store, outbox, sync loop.
+        // The device side of the contract: SQLite store, outbox, sync loop, on the shared rules and gzip.
         .target(
             name: "RevsyncDevice",
             dependencies: [
                 "RevsyncWire",
+                "RevsyncRules",
+                "RevsyncGzip",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "CompressNIO", package: "compress-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
+        // Free loopback ports and a service run beside a body: shared by the CLI, the bench, the simulator and the tests.
+        .target(
+            name: "RevsyncHarness",
+            dependencies: [.product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "revsync",
             dependencies: [
+                "RevsyncHarness",
                 "RevsyncServer",
                 "RevsyncWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -99,6 +118,7 @@ let package = Package(
         .executableTarget(
             name: "revsync-bench",
             dependencies: [
+                "RevsyncHarness",
                 "RevsyncServer",
                 "RevsyncRedis",
                 "RevsyncRules",
@@ -126,6 +146,7 @@ let package = Package(
         .target(
             name: "RevsyncSim",
             dependencies: [
+                "RevsyncHarness",
                 "RevsyncWire",
                 "RevsyncRules",
                 "RevsyncServer",
@@ -154,13 +175,14 @@ let package = Package(
         ),
         .testTarget(
             name: "RevsyncSimTests",
-            dependencies: ["RevsyncSim", "RevsyncTestSupport"],
+            dependencies: ["RevsyncSim", "RevsyncHarness", "RevsyncTestSupport"],
             path: "Simulator/Tests/RevsyncSimTests",
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RevsyncLinkTests",
             dependencies: [
+                "RevsyncHarness",
                 "RevsyncLink",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -170,10 +192,12 @@ let package = Package(
         ),
         .testTarget(name: "RevsyncWireTests", dependencies: ["RevsyncWire"], swiftSettings: swiftSettings),
         .testTarget(name: "RevsyncRulesTests", dependencies: ["RevsyncRules"], swiftSettings: swiftSettings),
+        .testTarget(name: "RevsyncGzipTests", dependencies: ["RevsyncGzip"], swiftSettings: swiftSettings),
         // What tests of several targets share: throwaway databases, Redis servers, a live server.
         .target(
             name: "RevsyncTestSupport",
             dependencies: [
+                "RevsyncHarness",
                 "RevsyncServer",
                 "RevsyncRedis",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -183,11 +207,19 @@ let package = Package(
             path: "Tests/RevsyncTestSupport",
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "RevsyncRedisTests", dependencies: ["RevsyncRedis", "RevsyncTestSupport"], swiftSettings: swiftSettings),
-        .testTarget(name: "RevsyncDeviceTests", dependencies: ["RevsyncDevice", "RevsyncTestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "RevsyncRedisTests", dependencies: ["RevsyncRedis", "RevsyncHarness", "RevsyncTestSupport"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "RevsyncHarnessTests",
+            dependencies: ["RevsyncHarness", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RevsyncDeviceTests", dependencies: ["RevsyncDevice", "RevsyncRules", "RevsyncGzip", "RevsyncTestSupport"],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "RevsyncServerTests",
             dependencies: [
+                "RevsyncHarness",
                 "RevsyncServer",
                 "RevsyncRedis",
                 "RevsyncTestSupport",

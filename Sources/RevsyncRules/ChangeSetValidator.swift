@@ -138,55 +138,29 @@ public struct ChangeSetValidator: Sendable {
     private func checkedValue(
         _ value: JSONValue, attribute: AttributeDescription, entity: String, id: Int64, result: inout NormalizedChangeSet
     ) throws(ConflictReason) -> JSONValue {
-        func wrong(_ expected: String) -> ConflictReason {
-            invalid(entity, id, "attribute \"\(attribute.name)\" of \(entity) must be \(expected), not \(value.kindName)")
+        let checked: JSONValue
+        do {
+            checked = try attribute.checked(value)
+        } catch {
+            throw invalid(entity, id, "attribute \"\(attribute.name)\" of \(entity) \(error.message)")
         }
-        if value.isNull {
-            guard attribute.nullable else { throw invalid(entity, id, "attribute \"\(attribute.name)\" of \(entity) may not be null") }
-            return .null
+        if let target = attribute.references, case .integer(let number) = checked, number < 0 {
+            try checkTemporaryReference(number, target: target, attribute: attribute.name, entity: entity, id: id, result: &result)
         }
-        switch (attribute.type, value) {
-        case (.string, .string(let text)):
-            // PostgreSQL's text cannot hold U+0000; refuse it here with a message that says so.
-            guard !text.unicodeScalars.contains("\u{0}") else {
-                throw invalid(entity, id, "attribute \"\(attribute.name)\" of \(entity) contains a NUL character (U+0000), which text cannot hold")
-            }
-            return value
-        case (.boolean, .bool), (.double, .double):
-            return value
-        case (.double, .integer(let number)):
-            return .double(Double(number))
-        case (.integer, .integer(let number)):
-            if let target = attribute.references {
-                try checkReference(number, target: target, attribute: attribute.name, entity: entity, id: id, result: &result)
-            }
-            return value
-        case (.timestamp, .string(let text)):
-            guard let canonical = Timestamp.canonical(text) else {
-                throw invalid(entity, id, "attribute \"\(attribute.name)\" of \(entity) is not a timestamp (ISO 8601 or PostgreSQL form, years 1-9999): \"\(text)\"")
-            }
-            return .string(canonical)
-        case (.string, _): throw wrong("a string")
-        case (.boolean, _): throw wrong("a boolean")
-        case (.double, _): throw wrong("a number")
-        case (.integer, _): throw wrong("an integer")
-        case (.timestamp, _): throw wrong("a timestamp string")
-        }
+        return checked
     }
 
-    private func checkReference(
-        _ target: Int64, target entityName: String, attribute: String, entity: String, id: Int64, result: inout NormalizedChangeSet
+    private func checkTemporaryReference(
+        _ temporaryId: Int64, target entityName: String, attribute: String, entity: String, id: Int64, result: inout NormalizedChangeSet
     ) throws(ConflictReason) {
-        guard target != 0 else { throw invalid(entity, id, "attribute \"\(attribute)\" of \(entity) holds 0, which is no record id") }
-        guard target < 0 else { return }
-        if let created = result.createdHere[target] {
+        if let created = result.createdHere[temporaryId] {
             guard created == entityName else {
                 throw ConflictReason(
                     code: .reference, entity: entity, id: id,
-                    message: "attribute \"\(attribute)\" of \(entity) must reference \(entityName), but temporary id \(target) is a new \(created)")
+                    message: "attribute \"\(attribute)\" of \(entity) must reference \(entityName), but temporary id \(temporaryId) is a new \(created)")
             }
         } else {
-            try noteTemporary(target, entity: entityName, result: &result)
+            try noteTemporary(temporaryId, entity: entityName, result: &result)
         }
     }
 

@@ -22,10 +22,7 @@ public struct DatasetSchema: Sendable, Hashable {
     /// Every attribute, in any entity, that references `entity`.
     public func references(to entity: String) -> [Relation] {
         entities.flatMap { child in
-            child.attributes.compactMap { attribute in
-                guard attribute.references == entity else { return nil }
-                return Relation(child: child.name, attribute: attribute.name, rule: attribute.onDelete ?? .restrict)
-            }
+            child.attributes.filter { $0.references == entity }.compactMap { Relation(child: child.name, reference: $0) }
         }
     }
 
@@ -58,18 +55,5 @@ public struct Entity: Sendable, Hashable {
     /// Roles the schema does not mention may do nothing.
     public func permissions(for role: String) -> Permissions {
         permissionsByRole[role] ?? .none
-    }
-}
-
-/// A reference from `child.attribute` to some parent entity, with its on-delete rule.
-public struct Relation: Sendable, Hashable {
-    public let child: String
-    public let attribute: String
-    public let rule: OnDeleteRule
-
-    public init(child: String, attribute: String, rule: OnDeleteRule) {
-        self.child = child
-        self.attribute = attribute
-        self.rule = rule
     }
 }

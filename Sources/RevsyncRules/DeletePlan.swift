@@ -1,11 +1,13 @@
 import RevsyncWire
 
-/// Works out what a change set's deletes do to the records that reference them.
+/// Works out what deletes do to the records that reference them: the on-delete
+/// walk of the server's change sets and of the device's local deletes alike.
 ///
 /// Storage is asked level by level for dependents (`takeFrontier`, then
-/// `addDependents`); the plan applies the schema's on-delete rules: cascade adds
-/// the child to the deletes (the role must be allowed to delete it), set null
-/// clears the reference, restrict refuses unless the child is deleted too.
+/// `addDependents`, or `complete` for storage that answers synchronously); the
+/// plan applies the schema's on-delete rules: cascade adds the child to the
+/// deletes (the role must be allowed to delete it), set null clears the
+/// reference, restrict refuses unless the child is deleted too.
 public struct DeletePlan: Sendable {
     public private(set) var deleted: [RecordKey] = []
     private var deletedSet: Set<RecordKey> = []
@@ -52,16 +54,44 @@ public struct DeletePlan: Sendable {
         }
     }
 
-    /// The reference clears to write, once every level has been looked up; or the restrict that forbids the deletes.
-    public func finish() -> Result<[(record: RecordKey, attributes: [String])], ConflictReason> {
-        for (child, parent, attribute) in restricted where !deletedSet.contains(child) {
-            return .failure(ConflictReason(
-                code: .reference, entity: parent.entity, id: parent.id,
-                message: "\(parent) cannot be deleted: \(child) references it through \"\(attribute)\" (on delete restrict)"))
+    /// Looks up every level of dependents: `dependents` answers, for a relation and
+    /// parent ids of its parent entity, the children that reference them.
+    public mutating func complete(
+        relations: (_ parentEntity: String) -> [Relation],
+        permissions: (_ childEntity: String) -> Permissions,
+        dependents: (_ relation: Relation, _ parentIds: [Int64]) throws -> [(child: Int64, parent: Int64)]
+    ) throws {
+        while true {
+            let frontier = takeFrontier()
+            if frontier.isEmpty { return }
+            for (parentEntity, parentIds) in frontier.sorted(by: { $0.key < $1.key }) {
+                for relation in relations(parentEntity) {
+                    let children = try dependents(relation, parentIds)
+                    try addDependents(relation, parentEntity: parentEntity, children: children, permissions: permissions(relation.child))
+                }
+            }
         }
-        let clears = nullified.filter { !deletedSet.contains($0.key) }
+    }
+
+    /// The first restrict reference from a record that is not deleted, which forbids the deletes.
+    public var restriction: ConflictReason? {
+        restricted.first { !deletedSet.contains($0.child) }.map { child, parent, attribute in
+            ConflictReason(
+                code: .reference, entity: parent.entity, id: parent.id,
+                message: "\(parent) cannot be deleted: \(child) references it through \"\(attribute)\" (on delete restrict)")
+        }
+    }
+
+    /// The references to clear (set null), per record that is not deleted.
+    public var clears: [(record: RecordKey, attributes: [String])] {
+        nullified.filter { !deletedSet.contains($0.key) }
             .sorted { $0.key < $1.key }
             .map { (record: $0.key, attributes: $0.value) }
+    }
+
+    /// The reference clears to write, once every level has been looked up; or the restrict that forbids the deletes.
+    public func finish() -> Result<[(record: RecordKey, attributes: [String])], ConflictReason> {
+        if let restriction { return .failure(restriction) }
         return .success(clears)
     }
 }

@@ -1,22 +1,5 @@
 import RevsyncWire
 
-/// A record by entity and id (permanent when positive, a device's temporary id when negative).
-public struct RecordKey: Sendable, Hashable, Comparable, CustomStringConvertible {
-    public let entity: String
-    public let id: Int64
-
-    public init(_ entity: String, _ id: Int64) {
-        self.entity = entity
-        self.id = id
-    }
-
-    public static func < (lhs: RecordKey, rhs: RecordKey) -> Bool {
-        (lhs.entity, lhs.id) < (rhs.entity, rhs.id)
-    }
-
-    public var description: String { "\(entity) \(id)" }
-}
-
 /// A new record: every attribute of its entity, with defaults filled in.
 public struct CreateOperation: Sendable, Hashable {
     public let entity: String
@@ -52,15 +35,4 @@ public struct NormalizedChangeSet: Sendable, Hashable {
     public var createdHere: [Int64: String]
     /// Temporary ids used here but created earlier, with the entity each must be.
     public var temporaryIdsToResolve: [Int64: String]
-}
-
-/// The device's record of a temporary id it created earlier.
-public struct TemporaryIdMapping: Sendable, Hashable {
-    public let entity: String
-    public let id: Int64
-
-    public init(entity: String, id: Int64) {
-        self.entity = entity
-        self.id = id
-    }
 }

@@ -23,30 +23,11 @@ public struct SchemaError: Error, CustomStringConvertible, Sendable {
     }
 }
 
-/// Reads the schema file of `Config/` and checks it before anything uses it.
+/// Checks the schema file of `Config/` (as read by the server) before anything uses it.
 ///
 /// Format: `{"version": 1, "roles": [...], "entities": [{"name", "attributes": [...],
 /// "permissions": {"<role>": "cud"}}]}` where the letters grant create, update, delete.
 public enum SchemaLoader {
-    /// Names of entities and attributes become SQL identifiers, so they are kept
-    /// to a safe, unquoted-compatible alphabet.
-    static func isIdentifier(_ name: String) -> Bool {
-        guard let first = name.utf8.first, (97...122).contains(first), name.utf8.count <= 63 else { return false }
-        return name.utf8.allSatisfy { (97...122).contains($0) || (48...57).contains($0) || $0 == UInt8(ascii: "_") }
-    }
-
-    static let reservedAttributeNames: Set<String> = ["id", "revision"]
-
-    public static func load(contentsOf url: URL) throws -> DatasetSchema {
-        let data: Data
-        do {
-            data = try Data(contentsOf: url)
-        } catch {
-            throw SchemaError(file: url.path, entity: nil, attribute: nil, problem: "cannot be read (\(error.localizedDescription))")
-        }
-        return try load(data: data, file: url.path)
-    }
-
     public static func load(data: Data, file: String) throws -> DatasetSchema {
         let raw: RawSchema
         do {
@@ -59,7 +40,7 @@ public enum SchemaLoader {
         }
         guard raw.version >= 1 else { throw fail(nil, nil, "\"version\" must be a positive integer") }
         guard !raw.roles.isEmpty else { throw fail(nil, nil, "\"roles\" must name at least one role") }
-        for role in raw.roles where !isIdentifier(role) {
+        for role in raw.roles where !SchemaNames.isIdentifier(role) {
             throw fail(nil, nil, "role \"\(role)\" must be lowercase letters, digits and _")
         }
         guard Set(raw.roles).count == raw.roles.count else { throw fail(nil, nil, "\"roles\" lists a role twice") }
@@ -70,8 +51,8 @@ public enum SchemaLoader {
         var entities: [Entity] = []
         for rawEntity in raw.entities {
             let name = rawEntity.name
-            guard isIdentifier(name) else { throw fail(name, nil, "entity names must be lowercase letters, digits and _, at most 63") }
-            guard !ChangeSet.reservedKeys.contains(name), !name.hasPrefix("revsync_") else {
+            guard SchemaNames.isIdentifier(name) else { throw fail(name, nil, "entity names must be lowercase letters, digits and _, at most 63") }
+            guard !SchemaNames.isReservedEntityName(name) else {
                 throw fail(name, nil, "the name is reserved (seq, conflict, revision, reason, resync, types and revsync_*)")
             }
             guard seen.insert(name).inserted else { throw fail(name, nil, "is defined twice") }
@@ -101,8 +82,8 @@ public enum SchemaLoader {
         fail: (String?, String?, String) -> SchemaError
     ) throws -> AttributeDescription {
         let name = raw.name
-        guard isIdentifier(name) else { throw fail(entity, name, "attribute names must be lowercase letters, digits and _, at most 63") }
-        guard !reservedAttributeNames.contains(name), !name.hasPrefix("rs_") else {
+        guard SchemaNames.isIdentifier(name) else { throw fail(entity, name, "attribute names must be lowercase letters, digits and _, at most 63") }
+        guard !SchemaNames.isReservedAttributeName(name) else {
             throw fail(entity, name, "the name is reserved (id, revision and rs_*)")
         }
         guard let type = AttributeType(rawValue: raw.type) else {

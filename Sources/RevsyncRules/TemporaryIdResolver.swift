@@ -95,3 +95,13 @@ public enum TemporaryIdResolver {
         return .success(resolved)
     }
 }
+
+extension TemporaryIdResolver {
+    /// The permanent id of a record as the device names it: its own id when positive, what an
+    /// earlier change set's temporary id became, or nil (unknown, or a record of another entity).
+    public static func permanentId(_ key: RecordKey, known: [Int64: TemporaryIdMapping]) -> Int64? {
+        if key.id > 0 { return key.id }
+        guard let mapping = known[key.id], mapping.entity == key.entity else { return nil }
+        return mapping.id
+    }
+}

@@ -1,14 +1,7 @@
+
 extension Server {
-    /// Runs `body` while the PostgreSQL client runs (for commands that are not the server).
-    public func runWithDatabase<T: Sendable>(_ body: @Sendable @escaping () async throws -> T) async throws -> T {
-        let postgres = self.postgres
-        return try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask {
-                await postgres.run()
-                return nil
-            }
-            defer { group.cancelAll() }
-            return try await body()
-        }
+    /// The device holding `token`, for callers that run the server's work without HTTP (the benchmark).
+    public func device(_ token: String) async throws -> Device {
+        try await sync.authenticator.device(token: token)
     }
 }

@@ -18,8 +18,8 @@ public struct Server: Sendable {
     public let devices: DeviceStore
     /// The catch-up path: Redis in front of PostgreSQL, or PostgreSQL alone.
     public let changeLog: any ChangeLog
-    /// The `/sync` work without HTTP framing (the benchmark times it).
-    public let syncEndpoint: SyncEndpoint
+    /// `POST /sync`; `respond` is the exchange without HTTP framing (the benchmark times it).
+    public let sync: SyncController
     let cache: RedisChangeLog?
     let redis: RedisClient?
     let logger: Logger
@@ -54,13 +54,14 @@ public struct Server: Sendable {
             cache = nil
             changeLog = postgresLog
         }
-        var applier = ChangeSetApplier(database: database, schema: schema, limits: settings.limits)
-        applier.delayBeforeRevision = applyDelay
-        syncEndpoint = SyncEndpoint(
+        var changeSets = PostgresChangeSetStore(database: database, schema: schema)
+        changeSets.delayBeforeRevision = applyDelay
+        sync = SyncController(
             authenticator: Authenticator(devices: devices), bodyReader: RequestBodyReader(limits: settings.limits),
             service: SyncService(
-                applier: applier, changeLog: changeLog, corrections: CorrectionReader(database: database, schema: schema),
-                ledger: SeqLedger(database: database, schema: schema), limits: settings.limits, metrics: metrics))
+                changeSets: changeSets, changeLog: changeLog, records: PostgresRecordStore(database: database, schema: schema),
+                schema: schema, limits: settings.limits, metrics: metrics),
+            perDevice: DeviceRequestCount(limit: settings.maxRequestsPerDevice))
         var pruner = LogPruner(database: database, retention: settings.logRetention, interval: settings.pruneInterval)
         if let cache = self.cache {
             pruner.afterPrune = { await cache.reconcile() }
@@ -74,9 +75,9 @@ public struct Server: Sendable {
         let router = Router(context: BasicRequestContext.self)
         router.middlewares.add(ObservationMiddleware(metrics: metrics))
         router.middlewares.add(InFlightLimitMiddleware(limit: settings.maxRequestsInFlight, count: InFlightCount()))
-        let bodyReader = syncEndpoint.bodyReader
-        let authenticator = syncEndpoint.authenticator
-        SyncController(endpoint: syncEndpoint, perDevice: DeviceRequestCount(limit: settings.maxRequestsPerDevice)).addRoutes(to: router)
+        let bodyReader = sync.bodyReader
+        let authenticator = sync.authenticator
+        sync.addRoutes(to: router)
         let cache = self.cache
         DeviceController(
             adminTokens: AdminTokens(inline: settings.adminToken, file: settings.adminTokenFile), devices: devices,

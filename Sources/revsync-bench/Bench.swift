@@ -5,6 +5,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import PostgresNIO
+import RevsyncHarness
 import RevsyncRedis
 import RevsyncRules
 import RevsyncServer
@@ -53,7 +54,7 @@ struct Bench {
     }
 
     func run(writeSeconds: Int) async throws -> BenchReport {
-        let cachedPort = try FreePort.find(), plainPort = try FreePort.find()
+        let cachedPort = try FreePort.kernelChosenPort(), plainPort = try FreePort.kernelChosenPort()
         let cached = try Server(settings: settings(cache: true, port: cachedPort), logger: logger)
         let plain = try Server(settings: settings(cache: false, port: plainPort), logger: logger)
         var clientConfiguration = HTTPClient.Configuration()
@@ -61,15 +62,12 @@ struct Bench {
         let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
         let redis = try RedisClient(configuration: try RedisConfiguration(url: redisURL), logger: logger)
         let cachedApp = cached.makeApplication(), plainApp = plain.makeApplication(migrate: false)
-        let report = try await withThrowingTaskGroup(of: BenchReport?.self) { group -> BenchReport in
-            group.addTask { try await cachedApp.run(); return nil }
-            let client = BenchClient(http: http, port: cachedPort)
-            try await client.waitUntilHealthy()
-            group.addTask { try await plainApp.run(); return nil }
-            try await BenchClient(http: http, port: plainPort).waitUntilHealthy()
-            // The servers run until cancelled, on success and on failure alike.
-            defer { group.cancelAll() }
-            return try await measureAll(cached: cached, plain: plain, http: http, ports: (cachedPort, plainPort), redis: redis, writeSeconds: writeSeconds)
+        let report = try await withRunning(cachedApp) {
+            try await BenchClient(http: http, port: cachedPort).waitUntilHealthy()
+            return try await withRunning(plainApp) {
+                try await BenchClient(http: http, port: plainPort).waitUntilHealthy()
+                return try await measureAll(cached: cached, plain: plain, http: http, ports: (cachedPort, plainPort), redis: redis, writeSeconds: writeSeconds)
+            }
         }
         await redis.shutdown()
         try await http.shutdown()
@@ -95,12 +93,12 @@ struct Bench {
             let iterations = lag <= 100 ? 300 : (lag <= 1_000 ? 100 : 20)
             print("lag \(lag): \(iterations) requests per path …")
             // The two servers must answer with the same bytes.
-            let viaCache = try await cached.syncEndpoint.respond(token: reader, body: body, contentEncoding: nil, acceptEncoding: "gzip", logger: logger)
-            let viaPostgres = try await plain.syncEndpoint.respond(token: reader, body: body, contentEncoding: nil, acceptEncoding: "gzip", logger: logger)
+            let viaCache = try await cached.sync.respond(device: try await cached.device(reader), body: body, contentEncoding: nil, acceptEncoding: "gzip", logger: logger)
+            let viaPostgres = try await plain.sync.respond(device: try await plain.device(reader), body: body, contentEncoding: nil, acceptEncoding: "gzip", logger: logger)
             guard viaCache.body == viaPostgres.body else { throw SettingsError("the cached and uncached answers differ at lag \(lag)") }
 
             let serve = { (server: Server, encoding: String?) in
-                _ = try await server.syncEndpoint.respond(token: reader, body: body, contentEncoding: nil, acceptEncoding: encoding, logger: logger)
+                _ = try await server.sync.respond(device: try await server.device(reader), body: body, contentEncoding: nil, acceptEncoding: encoding, logger: logger)
             }
             let redisServer = try await measure(iterations) { try await serve(cached, "gzip") }
             let redisClient = try await measure(iterations) { _ = try await client.sync(token: reader, body: body) }
@@ -160,11 +158,11 @@ struct Bench {
     private func warm(_ server: Server, token: String) async throws {
         // Asking from the loaded head makes the server check PostgreSQL's head, which raises the cached one.
         let atHead = ByteBuffer(string: "{\"maxRevision\":\(revisions),\"changeSets\":[]}")
-        _ = try await server.syncEndpoint.respond(token: token, body: atHead, contentEncoding: nil, acceptEncoding: nil, logger: logger)
+        _ = try await server.sync.respond(device: try await server.device(token), body: atHead, contentEncoding: nil, acceptEncoding: nil, logger: logger)
         var position: Int64 = 0
         while position < revisions {
             let body = ByteBuffer(string: "{\"maxRevision\":\(position),\"changeSets\":[]}")
-            let answer = try await server.syncEndpoint.respond(token: token, body: body, contentEncoding: nil, acceptEncoding: nil, logger: logger)
+            let answer = try await server.sync.respond(device: try await server.device(token), body: body, contentEncoding: nil, acceptEncoding: nil, logger: logger)
             let response = try JSONDecoder().decode(SyncResponse.self, from: Data(answer.body.readableBytesView))
             guard response.maxRevision > position else { throw SettingsError("warming stalled at \(position)") }
             position = response.maxRevision

@@ -1,10 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
-
-#if canImport(Glibc)
-import Glibc
-#endif
+import RevsyncServer
 
 /// One-off SQL on a database URL, outside any server.
 enum SQL {
@@ -33,37 +30,16 @@ enum SQL {
         try await withConnection(url, logger: logger) { connection in
             // Statements run one by one: the extended protocol takes one statement at a time.
             for statement in sql.split(separator: ";").map({ $0.trimmingCharacters(in: .whitespacesAndNewlines) }) where !statement.isEmpty {
-                _ = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger).collect()
+                try await connection.run(PostgresQuery(unsafeSQL: statement), logger)
             }
         }
     }
 
     static func value(on url: String, _ sql: String, logger: Logger) async throws -> String {
         try await withConnection(url, logger: logger) { connection in
-            let rows = try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger).collect()
+            let rows = try await connection.rows(PostgresQuery(unsafeSQL: sql), logger)
             return try rows.first?.decode(String.self) ?? ""
         }
-    }
-}
-
-/// A loopback port nobody listens on right now.
-enum FreePort {
-    static func find() throws -> Int {
-        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard socketFD >= 0 else { throw BenchError("socket() failed") }
-        defer { close(socketFD) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(socketFD, $0, length) == 0 && getsockname(socketFD, $0, &length) == 0
-            }
-        }
-        guard bound else { throw BenchError("cannot bind a loopback port") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
 

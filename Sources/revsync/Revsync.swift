@@ -1,6 +1,7 @@
 import Foundation
 import ArgumentParser
 import Logging
+import RevsyncHarness
 import RevsyncServer
 
 @main
@@ -67,7 +68,7 @@ struct Migrate: AsyncParsableCommand {
     func run() async throws {
         let logger = common.logger("revsync.migrate")
         let server = try Server(settings: try common.settings(), logger: logger)
-        let steps = try await server.runWithDatabase { try await server.migrator.migrate() }
+        let steps = try await withRunning(server.postgres) { try await server.migrator.migrate() }
         print(steps.isEmpty ? "already up to date" : steps.joined(separator: "\n"))
     }
 }

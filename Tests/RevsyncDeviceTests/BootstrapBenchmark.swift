@@ -1,4 +1,6 @@
 import Foundation
+import NIOCore
+import RevsyncGzip
 import RevsyncWire
 import Testing
 
@@ -70,7 +72,7 @@ struct BootstrapBenchmark {
         let stored = try await engine.records("screen_instance_items", matching: RecordQuery().limited(to: 1)).count
         let fetch = try await clock.measure { _ = try await transport.snapshot(token: "bench") }
         var plain: [UInt8] = []
-        let gunzip = try clock.measure { plain = try Gzip.decompress(bytes: snapshotGzip, maxSize: 1 << 30) }
+        let gunzip = try clock.measure { plain = Array(try Gzip.inflate(ByteBuffer(bytes: snapshotGzip), maxSize: 1 << 30).readableBytesView) }
         let decode = try clock.measure { _ = try JSONDecoder().decode(SyncResponse.self, from: Data(plain)) }
         try await engine.close()
         try await transport.shutdown()
@@ -104,7 +106,7 @@ struct BootstrapBenchmark {
             }
         }
         let plain = Array(try JSONEncoder().encode(SyncResponse(maxRevision: 1000, changeSets: [changeSet])))
-        return try Gzip.compress(bytes: plain)
+        return Array(Gzip.deflate(ByteBuffer(bytes: plain)).readableBytesView)
     }
 
     static func value(for attribute: AttributeDescription, index: Int) -> JSONValue {

@@ -1,4 +1,6 @@
 import Foundation
+import NIOCore
+import RevsyncGzip
 import RevsyncWire
 import Testing
 
@@ -12,7 +14,7 @@ struct HTTPSyncTransportTests {
         var changeSet = ChangeSet(seq: 1, conflict: false, revision: 8)
         changeSet.create("teams", 40, [ReservedAttribute.oldId: -1, "revision": 8, "name": "Hawks"])
         let answer = try json(SyncResponse(maxRevision: 8, changeSets: [changeSet]))
-        let compressedAnswer = try Gzip.compress(bytes: answer)
+        let compressedAnswer = Array(Gzip.deflate(ByteBuffer(bytes: answer)).readableBytesView)
         let server = try MiniHTTPServer { request in
             .init(status: 200, headers: [("Content-Type", "application/json"), ("Content-Encoding", "gzip")], body: compressedAnswer)
         }
@@ -33,8 +35,27 @@ struct HTTPSyncTransportTests {
         #expect(received.headers["content-type"] == "application/json")
         #expect(received.headers["content-encoding"] == "gzip")
         #expect(received.headers["accept-encoding"] == "gzip")
-        let inflated = try Gzip.decompress(bytes: received.body, maxSize: 1 << 20)
-        #expect(try JSONDecoder().decode(SyncRequest.self, from: Data(inflated)) == request)
+        let inflated = try Gzip.inflate(ByteBuffer(bytes: received.body), maxSize: 1 << 20)
+        #expect(try JSONDecoder().decode(SyncRequest.self, from: Data(inflated.readableBytesView)) == request)
+    }
+
+    /// A gzip answer that stops early or goes on after its end is refused, as the server refuses such a request body.
+    @Test(arguments: ["truncated", "trailing bytes"])
+    func aGzipAnswerThatIsNotOneCompleteMemberIsRefused(_ damage: String) async throws {
+        let answer = try json(SyncResponse(maxRevision: 8, changeSets: [ChangeSet(seq: 1, conflict: false, revision: 8)]))
+        let whole = Array(Gzip.deflate(ByteBuffer(bytes: answer)).readableBytesView)
+        let body = damage == "truncated" ? Array(whole.dropLast(9)) : whole + Array(#"{"maxRevision":9}"#.utf8)
+        let server = try MiniHTTPServer { _ in .init(status: 200, headers: [("Content-Encoding", "gzip")], body: body) }
+        defer { server.stop() }
+        let refusal = try await withTransport(.init(baseURL: server.baseURL)) { transport -> SyncTransportError? in
+            do {
+                _ = try await transport.sync(SyncRequest(maxRevision: 7), token: "t")
+                return nil
+            } catch {
+                return error as? SyncTransportError
+            }
+        }
+        #expect(refusal == .invalidResponse("POST /sync: the gzip body is not complete, valid gzip"))
     }
 
     @Test func smallBodiesGoUncompressedAndSnapshotsDecodeInAnyKeyOrder() async throws {

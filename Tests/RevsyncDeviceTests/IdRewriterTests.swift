@@ -11,12 +11,12 @@ struct IdRewriterTests {
         changeSet.update("players", -5, ["revision": 0, "team_id": -3, "user_id": -3])
         changeSet.delete("teams", -3, ["revision": 0])
         let map: [Int64: TemporaryIdMapping] = [
-            -3: TemporaryIdMapping(entity: "teams", permanentId: 30),
-            -5: TemporaryIdMapping(entity: "players", permanentId: 50),
-            -9: TemporaryIdMapping(entity: "notes", permanentId: 90),
+            -3: TemporaryIdMapping(entity: "teams", id: 30),
+            -5: TemporaryIdMapping(entity: "players", id: 50),
+            -9: TemporaryIdMapping(entity: "notes", id: 90),
         ]
         let rewritten = IdRewriter.rewrite(changeSet, schema: TestSchema.schema) { entity, id in
-            map[id].flatMap { $0.entity == entity ? $0.permanentId : nil }
+            map[id].flatMap { $0.entity == entity ? $0.id : nil }
         }
         #expect(rewritten.entities["notes"]?.create == [-9], "creates keep their temporary id")
         #expect(rewritten.entities["notes"]?.attributes[-9]?["player_id"] == 50)

@@ -400,21 +400,34 @@ struct LiveServerTests {
         }
     }
 
-    /// The engine checks types, names, required attributes, references and
-    /// permissions before a change set is queued, so the server's `invalid` cannot
-    /// come from a malformed change set. It does not know every value PostgreSQL
-    /// refuses: a string holding a NUL character is fine in SQLite and in JSON, but
-    /// PostgreSQL's text type cannot store it, and the server rejects the change
-    /// set as `invalid`. The change set after it still applies.
+    /// The engine checks values by the server's own rule, so a string holding a NUL
+    /// character (PostgreSQL's text cannot store it) is refused before anything is
+    /// queued. A change set the server still rejects as `invalid` (here one changed in
+    /// the file after it was queued, as an engine with a looser rule queued it) is
+    /// dropped, and the change set after it still applies.
     @Test(.timeLimit(.minutes(1)))
-    func aValueTheServerRefusesIsRejectedAsInvalidAndLaterChangeSetsStillApply() async throws {
+    func aValueTheServerRefusesIsRefusedLocallyAndAnInvalidChangeSetDoesNotStopLaterOnes() async throws {
         try await withLiveDevices { devices in
             let seed = try await devices.seed()
             let a = try await devices.bootstrapped("a")
             let conflicts = ConflictCollector(a)
+            let refusal = DeviceError.invalidValue(
+                entity: "notes", attribute: "body", message: "contains a NUL character (U+0000), which text cannot hold")
+            await #expect(throws: refusal) {
+                try await a.transaction { tx in
+                    try tx.create("notes", ["player_id": .integer(seed.player), "body": "nul \u{0} inside", "pinned": false])
+                }
+            }
             let note = try await a.transaction { tx in
                 try tx.update("teams", id: seed.team, ["city": "Hull"])
-                return try tx.create("notes", ["player_id": .integer(seed.player), "body": "nul \u{0} inside", "pinned": false])
+                return try tx.create("notes", ["player_id": .integer(seed.player), "body": "fine", "pinned": false])
+            }
+            let layout = try #require(await a.layout)
+            try await a.database.writer.write { db in
+                let store = SQLiteRecordStore(db, layout: layout)
+                var queued = try #require(try store.outbox().first)
+                queued["notes"].attributes[note]?["body"] = "nul \u{0} inside"
+                try store.replaceInOutbox(queued)
             }
             try await a.transaction { tx in try tx.update("teams", id: seed.team, ["name": "Owls FC"]) }
             let report = try await a.syncOnce()

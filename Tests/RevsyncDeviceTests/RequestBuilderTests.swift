@@ -37,7 +37,7 @@ struct RequestBuilderTests {
             try tx.update("players", id: player, ["number": 3])
         }
         // The server committed seq 1 but the device has only learnt the team's id.
-        try store.setTemporaryIdMapping(team, to: TemporaryIdMapping(entity: "teams", permanentId: 500))
+        try store.setTemporaryIdMapping(team, to: TemporaryIdMapping(entity: "teams", id: 500))
         let request = try RequestBuilder.build(from: store, schema: TestSchema.schema)
         #expect(request.changeSets[0].entities["teams"]?.create == [team])
         #expect(request.changeSets[0].entities["players"]?.attributes[player]?["team_id"] == 500)

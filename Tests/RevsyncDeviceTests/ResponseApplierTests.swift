@@ -34,7 +34,7 @@ struct ResponseApplierTests {
         let pending = try store.outbox()
         #expect(pending.map(\.seq) == [2])
         #expect(pending.first?.entities["players"]?.update == [200])
-        #expect(try store.temporaryIdMapping(ids.0) == TemporaryIdMapping(entity: "players", permanentId: 200))
+        #expect(try store.temporaryIdMapping(ids.0) == TemporaryIdMapping(entity: "players", id: 200))
         #expect(try store.meta().maxRevision == 4)
     }
 

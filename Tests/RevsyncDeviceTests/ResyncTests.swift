@@ -15,6 +15,10 @@ struct ResyncTests {
         do { return try LocalSchema(TestSchema.document(playerPermissions: players)) } catch { fatalError("member schema: \(error)") }
     }()
 
+    /// A corrective-set budget (`REVSYNC_MAX_CORRECTIVE_BYTES`) of about ten records of this
+    /// schema: a team with two players and their notes fits, a team with twelve does not.
+    static let tenRecords = 1_000
+
     /// A member's app that lets it try what its role may not do (see `checksPermissionsLocally`).
     static func trying(_ configuration: inout SyncEngineConfiguration) {
         configuration.checksPermissionsLocally = false
@@ -23,7 +27,7 @@ struct ResyncTests {
     @Test func aForbiddenDeleteWhoseRepairIsTooLargeIsUndoneByASnapshot() async throws {
         let harness = try await EngineHarness(schema: Self.memberSchema)
         let squad = try await harness.seedTeam("Larks", players: 30)
-        await harness.server.setCorrectiveRecordLimit(10)
+        await harness.server.setMaxCorrectiveBytes(Self.tenRecords)
         let a = try await harness.device("a", configure: Self.trying)
         try await a.syncOnce()
         #expect(try await a.records("players").count == 30)
@@ -79,7 +83,7 @@ struct ResyncTests {
         let harness = try await EngineHarness(schema: Self.memberSchema)
         let larks = try await harness.seedTeam("Larks", players: 12)
         let rooks = try await harness.seedTeam("Rooks", players: 12)
-        await harness.server.setCorrectiveRecordLimit(10)
+        await harness.server.setMaxCorrectiveBytes(Self.tenRecords)
         let a = try await harness.device("a", configure: Self.trying)
         let b = try await harness.device("b")
         try await a.syncOnce()
@@ -109,7 +113,7 @@ struct ResyncTests {
     @Test func aResyncInterruptedBeforeItsSnapshotIsFinishedByTheNextSync() async throws {
         let harness = try await EngineHarness(schema: Self.memberSchema)
         let squad = try await harness.seedTeam("Larks", players: 12)
-        await harness.server.setCorrectiveRecordLimit(10)
+        await harness.server.setMaxCorrectiveBytes(Self.tenRecords)
         let path = try temporaryDatabasePath()
         let transport = SnapshotFailingTransport(base: harness.server)
         let a = try await harness.device("a", path: path, transport: transport, maxAttempts: 1, configure: Self.trying)
@@ -139,7 +143,7 @@ struct ResyncTests {
     @Test func aSmallRepairIsStillSentAsRecords() async throws {
         let harness = try await EngineHarness(schema: Self.memberSchema)
         let squad = try await harness.seedTeam("Larks", players: 2)
-        await harness.server.setCorrectiveRecordLimit(10)
+        await harness.server.setMaxCorrectiveBytes(Self.tenRecords)
         let a = try await harness.device("a", configure: Self.trying)
         try await a.syncOnce()
         try await a.transaction { tx in try tx.delete("teams", id: squad) }

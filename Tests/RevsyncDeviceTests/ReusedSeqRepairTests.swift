@@ -132,7 +132,7 @@ struct ReusedSeqRepairTests {
         #expect(try store.record("notes", id: 202)?["player_id"] == 201)
         #expect(try store.records("players", matching: .all).map(\.id) == [150, 201])
         // The ids the app held before the repair still find its own records, not the lost copy's.
-        #expect(try store.temporaryIdMapping(player)?.permanentId == 150)
+        #expect(try store.temporaryIdMapping(player)?.id == 150)
         #expect(try store.currentId(of: "players", player) == 201)
         #expect(try store.currentId(of: "notes", note) == 202)
     }

@@ -65,13 +65,13 @@ struct SQLiteRecordStoreTests {
             let store = SQLiteRecordStore(db, layout: layout)
             try store.setMeta(DeviceMeta(maxRevision: 12, nextSeq: 8, nextTemporaryId: -2, bootstrapped: true))
             try store.appendToOutbox(changeSet)
-            try store.setTemporaryIdMapping(-9, to: TemporaryIdMapping(entity: "teams", permanentId: 90))
+            try store.setTemporaryIdMapping(-9, to: TemporaryIdMapping(entity: "teams", id: 90))
         }
         try database.writer.read { (db) throws in
             let store = SQLiteRecordStore(db, layout: layout)
             #expect(try store.meta() == DeviceMeta(maxRevision: 12, nextSeq: 8, nextTemporaryId: -2, bootstrapped: true))
             #expect(try store.outbox() == [changeSet])
-            #expect(try store.temporaryIdMapping(-9) == TemporaryIdMapping(entity: "teams", permanentId: 90))
+            #expect(try store.temporaryIdMapping(-9) == TemporaryIdMapping(entity: "teams", id: 90))
             #expect(try store.temporaryIdMapping(-8) == nil)
         }
     }
@@ -129,6 +129,19 @@ struct SQLiteRecordStoreTests {
             try store.put("coaches", DeviceRecord(id: 2, revision: 1, attributes: ["team_id": 1]))
             #expect(try store.record("leagues", id: 1)?["founded"] == "1990-01-01 00:00:00+00")
             #expect(try store.ids("coaches", where: "team_id", equals: 1) == [2])
+        }
+    }
+
+    /// The device checks a served schema by the server's name rule: `_x` is refused on both sides.
+    @Test func aSchemaWithANameTheServerRefusesIsRefused() {
+        var leadingUnderscore = TestSchema.document()
+        leadingUnderscore.entities[0].attributes.append(AttributeDescription(name: "_x", type: .string, nullable: true))
+        var reservedEntity = TestSchema.document()
+        reservedEntity.entities.append(EntityDescription(name: "types", attributes: [], permissions: .all))
+        var sqliteEntity = TestSchema.document()
+        sqliteEntity.entities.append(EntityDescription(name: "sqlite_x", attributes: [], permissions: .all))
+        for document in [leadingUnderscore, reservedEntity, sqliteEntity] {
+            #expect(throws: DeviceError.self) { try LocalSchema(document) }
         }
     }
 }

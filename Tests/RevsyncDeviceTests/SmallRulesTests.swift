@@ -52,16 +52,6 @@ struct SmallRulesTests {
         #expect(map(409, #"{"error":"sequence_gap","message":"m"}"#).isRetryable, "a gap without expected is a broken answer")
     }
 
-    @Test func gzipRoundTrips() throws {
-        let text = String(repeating: "{\"maxRevision\":1,\"changeSets\":[]}", count: 200)
-        let compressed = try Gzip.compress(bytes: Array(text.utf8))
-        #expect(compressed.prefix(2) == [0x1f, 0x8b])
-        #expect(compressed.count < text.utf8.count / 10)
-        let inflated = try Gzip.decompress(bytes: compressed, maxSize: 1 << 20)
-        #expect(String(decoding: inflated, as: UTF8.self) == text)
-        #expect(throws: (any Error).self) { try Gzip.decompress(bytes: compressed, maxSize: 100) }
-    }
-
     @Test func theOutboxIsRenumberedFromTheExpectedSeq() throws {
         let store = try seededStore()
         try store.setMeta(DeviceMeta(maxRevision: 3, nextSeq: 12, nextTemporaryId: -1, bootstrapped: true))

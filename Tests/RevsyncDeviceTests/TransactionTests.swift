@@ -172,7 +172,7 @@ struct TransactionTests {
 
     @Test func aMappedTemporaryIdStillFindsTheRecord() throws {
         let store = try seededStore()
-        try store.setTemporaryIdMapping(-40, to: TemporaryIdMapping(entity: "teams", permanentId: 10))
+        try store.setTemporaryIdMapping(-40, to: TemporaryIdMapping(entity: "teams", id: 10))
         let result = try edit(store) { tx in
             let name = try tx.record("teams", id: -40)?["name"]
             try tx.update("teams", id: -40, ["city": "York"])

@@ -1,3 +1,4 @@
+import RevsyncHarness
 import RevsyncRedis
 import RevsyncTestSupport
 import Testing
@@ -11,7 +12,7 @@ import Darwin
 /// Calls while Redis cannot be reached fail quickly, naming the server.
 @Suite struct RedisClientUnreachableTests {
     @Test func nothingListeningFailsFastWithTheEndpoint() async throws {
-        let port = try ThrowawayRedisServer.freeLoopbackPort()
+        let port = try FreePort.kernelChosenPort()
         try await RedisClient.withClient(configuration: RedisConfiguration(host: "127.0.0.1", port: port)) { client in
             for _ in 0..<3 {
                 let took = await elapsed {
@@ -67,7 +68,7 @@ struct UnresponsiveListener {
         #else
         let streamType = SOCK_STREAM
         #endif
-        port = try ThrowawayRedisServer.freeLoopbackPort()
+        port = try FreePort.kernelChosenPort()
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = UInt16(port).bigEndian

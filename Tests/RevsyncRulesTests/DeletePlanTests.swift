@@ -15,25 +15,19 @@ private struct MemoryStore {
     func complete(
         _ plan: inout DeletePlan, schema: DatasetSchema, role: String
     ) -> Result<[(record: RecordKey, attributes: [String])], ConflictReason> {
-        do throws(ConflictReason) {
-            while true {
-                let frontier = plan.takeFrontier()
-                if frontier.isEmpty { break }
-                for (parentEntity, parentIds) in frontier.sorted(by: { $0.key < $1.key }) {
-                    for relation in schema.references(to: parentEntity) {
-                        let children = records.keys.sorted().compactMap { key -> (child: Int64, parent: Int64)? in
-                            guard key.entity == relation.child, let parent = records[key]?[relation.attribute],
-                                parentIds.contains(parent)
-                            else { return nil }
-                            return (key.id, parent)
-                        }
-                        let permissions = schema.entity(named: relation.child)?.permissions(for: role) ?? .none
-                        try plan.addDependents(relation, parentEntity: parentEntity, children: children, permissions: permissions)
-                    }
+        do {
+            try plan.complete(
+                relations: schema.references(to:),
+                permissions: { schema.entity(named: $0)?.permissions(for: role) ?? .none }
+            ) { relation, parentIds in
+                records.keys.sorted().compactMap { key -> (child: Int64, parent: Int64)? in
+                    guard key.entity == relation.child, let parent = records[key]?[relation.attribute], parentIds.contains(parent)
+                    else { return nil }
+                    return (key.id, parent)
                 }
             }
         } catch {
-            return .failure(error)
+            return .failure(error as? ConflictReason ?? ConflictReason(code: .invalid, entity: nil, id: nil, message: "\(error)"))
         }
         return plan.finish()
     }

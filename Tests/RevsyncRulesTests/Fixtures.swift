@@ -13,7 +13,7 @@ enum Fixtures {
         .appendingPathComponent("Config/schema.json")
 
     static func defaultSchema() throws -> DatasetSchema {
-        try SchemaLoader.load(contentsOf: defaultSchemaURL)
+        try SchemaLoader.load(data: Data(contentsOf: defaultSchemaURL), file: defaultSchemaURL.path)
     }
 
     /// A schema from inline JSON, reported as file `f.json`.

@@ -218,10 +218,4 @@ import Testing
         #expect(message.hasPrefix("f.json: is not a valid schema document: missing \"type\""), "\(message)")
         #expect(message.contains(".entities[0].attributes[0]"), "\(message)")
     }
-
-    @Test func unreadableFileIsRefusedWithItsPath() {
-        let url = URL(fileURLWithPath: "/nonexistent/revsync/schema.json")
-        let error = #expect(throws: SchemaError.self) { try SchemaLoader.load(contentsOf: url) }
-        #expect(error.map { String(describing: $0) }?.hasPrefix("/nonexistent/revsync/schema.json: cannot be read") == true)
-    }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Logging
+import RevsyncHarness
 import RevsyncServer
 
 #if canImport(Glibc)
@@ -27,7 +28,7 @@ public func withLiveServer<T: Sendable>(
     _ body: @Sendable (LiveServer) async throws -> T
 ) async throws -> T {
     let url = try await TestDatabase.create()
-    let port = try ThrowawayRedisServer.freeLoopbackPort()
+    let port = try FreePort.kernelChosenPort()
     var settings = ServerSettings()
     settings.databaseURL = url
     settings.schemaPath = defaultSchemaPath
@@ -45,13 +46,7 @@ public func withLiveServer<T: Sendable>(
         let app = server.makeApplication()
         let live = LiveServer(
             baseURL: URL(string: "http://127.0.0.1:\(port)")!, adminToken: settings.adminToken ?? "", server: server)
-        let result = try await withThrowingTaskGroup(of: T?.self) { group -> T in
-            group.addTask {
-                try await app.run()
-                return nil
-            }
-            // The server runs until cancelled, whether the body succeeds or throws.
-            defer { group.cancelAll() }
+        let result = try await withRunning(app) {
             try await waitUntilListening(port: port)
             return try await body(live)
         }

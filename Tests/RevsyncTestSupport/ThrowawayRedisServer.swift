@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import RevsyncHarness
 import RevsyncRedis
 
 #if canImport(Glibc)
@@ -20,7 +21,7 @@ public final class ThrowawayRedisServer: @unchecked Sendable {
 
     /// Starts a server and waits until it answers.
     public static func start() async throws -> ThrowawayRedisServer {
-        let server = ThrowawayRedisServer(port: try freeLoopbackPort())
+        let server = ThrowawayRedisServer(port: try FreePort.kernelChosenPort())
         try await server.start()
         return server
     }
@@ -80,29 +81,5 @@ public final class ThrowawayRedisServer: @unchecked Sendable {
         #endif
         process.waitUntilExit()
         self.process = nil
-    }
-
-    /// A port nobody listens on right now: bind to port 0 and ask which one the kernel chose.
-    public static func freeLoopbackPort() throws -> Int {
-        #if canImport(Glibc)
-        let streamType = Int32(SOCK_STREAM.rawValue)
-        #else
-        let streamType = SOCK_STREAM
-        #endif
-        let socketFD = socket(AF_INET, streamType, 0)
-        guard socketFD >= 0 else { throw TestSetupError("socket() failed: errno \(errno)") }
-        defer { close(socketFD) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-                bind(socketFD, socketAddress, length) == 0 && getsockname(socketFD, socketAddress, &length) == 0
-            }
-        }
-        guard bound else { throw TestSetupError("cannot bind a loopback port: errno \(errno)") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }

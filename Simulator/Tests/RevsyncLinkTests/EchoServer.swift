@@ -1,6 +1,7 @@
 import Hummingbird
 import Logging
 import NIOCore
+import RevsyncHarness
 import Synchronization
 
 /// Counts what the server really handled: a request counts only once its
@@ -43,20 +44,10 @@ func withEchoServer<T: Sendable>(
         },
         logger: logger
     )
-    return try await withThrowingTaskGroup(of: T?.self) { group in
-        group.addTask {
-            try await app.runService()
-            return nil
-        }
+    return try await withRunning(app) {
         var iterator = ports.makeAsyncIterator()
-        guard let port = await iterator.next(), port != 0 else {
-            group.cancelAll()
-            throw EchoServerError.noPort
-        }
-        let result = try await body(port, recorder)
-        group.cancelAll()
-        try await group.waitForAll()
-        return result
+        guard let port = await iterator.next(), port != 0 else { throw EchoServerError.noPort }
+        return try await body(port, recorder)
     }
 }
 

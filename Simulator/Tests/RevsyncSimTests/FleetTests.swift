@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import NIOCore
+import RevsyncHarness
 import RevsyncRedis
 import RevsyncTestSupport
 import Testing
@@ -72,12 +73,6 @@ import Glibc
             try await StackControl(repositoryRoot: "/nonexistent", redisURL: url, databaseURL: TestDatabase.serverURL).flushRedis()
             #expect(try await client.get("fleet-test-key") == nil)
         }
-    }
-
-    @Test func freePortsAreDistinctAndBindable() throws {
-        let ports = try FreePort.loopback(count: 3)
-        #expect(Set(ports).count == 3)
-        #expect(ports.allSatisfy(FreePort.canBind))
     }
 }
 

@@ -1,3 +1,4 @@
+import RevsyncRules
 import RevsyncWire
 
 /// A `RecordStore` in memory: for tests of the sync rules, previews and tools.

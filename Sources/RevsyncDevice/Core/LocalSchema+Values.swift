@@ -1,38 +1,14 @@
+import RevsyncRules
 import RevsyncWire
 
 extension LocalSchema {
-    /// Checks and canonicalizes a value an app writes, as the server will:
-    /// integers are accepted for doubles, timestamps become the canonical UTC form.
+    /// Checks and canonicalizes a value an app writes, by the server's rule
+    /// (`AttributeDescription.checked`), so that a bad value fails here and not as a rejected change set.
     func validated(_ value: JSONValue, for attribute: AttributeDescription, of entity: String) throws(DeviceError) -> JSONValue {
-        func wrong(_ expected: String) -> DeviceError {
-            .invalidValue(entity: entity, attribute: attribute.name, message: "must be \(expected), not \(value.kindName)")
-        }
-        if value.isNull {
-            guard attribute.nullable else {
-                throw .invalidValue(entity: entity, attribute: attribute.name, message: "may not be null")
-            }
-            return .null
-        }
-        switch (attribute.type, value) {
-        case (.string, .string), (.boolean, .bool), (.double, .double):
-            return value
-        case (.double, .integer(let number)):
-            return .double(Double(number))
-        case (.integer, .integer(let number)):
-            if attribute.references != nil, number == 0 {
-                throw .invalidValue(entity: entity, attribute: attribute.name, message: "0 is not a record id")
-            }
-            return value
-        case (.timestamp, .string(let text)):
-            guard let canonical = Timestamp.canonical(text) else {
-                throw .invalidValue(entity: entity, attribute: attribute.name, message: "\"\(text)\" is not a timestamp")
-            }
-            return .string(canonical)
-        case (.string, _): throw wrong("a string")
-        case (.boolean, _): throw wrong("a boolean")
-        case (.double, _): throw wrong("a number")
-        case (.integer, _): throw wrong("an integer")
-        case (.timestamp, _): throw wrong("a timestamp string")
+        do {
+            return try attribute.checked(value)
+        } catch {
+            throw .invalidValue(entity: entity, attribute: attribute.name, message: error.message)
         }
     }
 

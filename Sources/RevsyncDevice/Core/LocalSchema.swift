@@ -1,30 +1,22 @@
+import RevsyncRules
 import RevsyncWire
 
 /// The dataset's schema as the device uses it: `GET /schema`'s document, checked
 /// once and indexed for lookups by name and for the references between entities.
 public struct LocalSchema: Sendable, Hashable {
-    /// A reference from `child.attribute` to a parent entity, with its on-delete rule.
-    public struct Relation: Sendable, Hashable {
-        public var child: String
-        public var attribute: String
-        public var rule: OnDeleteRule
-    }
-
     public let document: SchemaDocument
     private let entityIndex: [String: Int]
     private let attributeIndex: [String: [String: AttributeDescription]]
     private let referenceIndex: [String: [AttributeDescription]]
     private let incoming: [String: [Relation]]
 
-    /// Names reserved by the device's own SQLite tables and record columns.
-    static let reservedAttributeNames: Set<String> = ["id", "revision", ReservedAttribute.oldId]
-
     public init(_ document: SchemaDocument) throws(DeviceError) {
         var entityIndex: [String: Int] = [:]
         var attributeIndex: [String: [String: AttributeDescription]] = [:]
         var referenceIndex: [String: [AttributeDescription]] = [:]
         for (index, entity) in document.entities.enumerated() {
-            guard Self.isIdentifier(entity.name), !entity.name.hasPrefix("revsync_"), !entity.name.hasPrefix("sqlite_") else {
+            // The server's name rules, and SQLite's own table names.
+            guard SchemaNames.isIdentifier(entity.name), !SchemaNames.isReservedEntityName(entity.name), !entity.name.hasPrefix("sqlite_") else {
                 throw .invalidSchema("entity name \"\(entity.name)\" is not lowercase letters, digits and _, or is reserved")
             }
             guard entityIndex.updateValue(index, forKey: entity.name) == nil else {
@@ -32,7 +24,7 @@ public struct LocalSchema: Sendable, Hashable {
             }
             var attributes: [String: AttributeDescription] = [:]
             for attribute in entity.attributes {
-                guard Self.isIdentifier(attribute.name), !Self.reservedAttributeNames.contains(attribute.name) else {
+                guard SchemaNames.isIdentifier(attribute.name), !SchemaNames.isReservedAttributeName(attribute.name) else {
                     throw .invalidSchema("attribute name \"\(attribute.name)\" of \(entity.name) is not usable")
                 }
                 guard attributes.updateValue(attribute, forKey: attribute.name) == nil else {
@@ -50,12 +42,12 @@ public struct LocalSchema: Sendable, Hashable {
         var incoming: [String: [Relation]] = [:]
         for entity in document.entities {
             for attribute in referenceIndex[entity.name] ?? [] {
-                guard let target = attribute.references, entityIndex[target] != nil else {
+                guard let target = attribute.references, entityIndex[target] != nil,
+                    let relation = Relation(child: entity.name, reference: attribute)
+                else {
                     throw .invalidSchema("\(entity.name).\(attribute.name) references unknown entity \"\(attribute.references ?? "")\"")
                 }
-                // The server treats a reference without a rule as restrict.
-                incoming[target, default: []].append(
-                    Relation(child: entity.name, attribute: attribute.name, rule: attribute.onDelete ?? .restrict))
+                incoming[target, default: []].append(relation)
             }
         }
         self.document = document
@@ -103,10 +95,5 @@ public struct LocalSchema: Sendable, Hashable {
     /// Every reference, in any entity, to records of `entity`.
     public func relations(to entity: String) -> [Relation] {
         incoming[entity] ?? []
-    }
-
-    static func isIdentifier(_ name: String) -> Bool {
-        guard let first = name.utf8.first, !(48...57).contains(first), name.utf8.count <= 63 else { return false }
-        return name.utf8.allSatisfy { (97...122).contains($0) || (48...57).contains($0) || $0 == UInt8(ascii: "_") }
     }
 }

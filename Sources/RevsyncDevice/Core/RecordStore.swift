@@ -1,3 +1,4 @@
+import RevsyncRules
 import RevsyncWire
 
 /// The device's bookkeeping besides its records.
@@ -69,7 +70,7 @@ extension RecordStore {
     /// The permanent id of a temporary one the server has mapped, when it is of `entity`.
     func permanentId(of entity: String, for temporaryId: Int64) throws -> Int64? {
         guard temporaryId < 0, let mapping = try temporaryIdMapping(temporaryId), mapping.entity == entity else { return nil }
-        return mapping.permanentId
+        return mapping.id
     }
 
     /// The id a record is stored under now: for a temporary id, the one it was

@@ -1,3 +1,4 @@
+import RevsyncRules
 import RevsyncWire
 
 /// Builds the body of `POST /sync` from a store.
@@ -43,7 +44,7 @@ public enum RequestBuilder {
         guard !map.isEmpty else { return pending }
         return pending.map { changeSet in
             IdRewriter.rewrite(changeSet, schema: schema) { entity, id in
-                map[id].flatMap { $0.entity == entity ? $0.permanentId : nil }
+                map[id].flatMap { $0.entity == entity ? $0.id : nil }
             }
         }
     }

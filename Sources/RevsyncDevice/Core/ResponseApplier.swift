@@ -1,3 +1,4 @@
+import RevsyncRules
 import RevsyncWire
 
 /// What applying one sync response did.
@@ -169,7 +170,7 @@ extension ResponseApplier {
                 guard let changes = changeSet.entities[entity] else { continue }
                 for id in changes.create + changes.update {
                     guard let old = changes.attributes[id]?[ReservedAttribute.oldId]?.integerValue, old < 0, id > 0 else { continue }
-                    found[old] = TemporaryIdMapping(entity: entity, permanentId: id)
+                    found[old] = TemporaryIdMapping(entity: entity, id: id)
                 }
             }
             guard !found.isEmpty else { return }
@@ -183,13 +184,13 @@ extension ResponseApplier {
                 }
                 if schema.entityIfKnown(mapping.entity) != nil {
                     try editor.remove(mapping.entity, id: temporaryId)
-                    try editor.replaceReferences(to: mapping.entity, from: temporaryId, to: mapping.permanentId)
+                    try editor.replaceReferences(to: mapping.entity, from: temporaryId, to: mapping.id)
                 }
-                outcome.idMappings.append(IdMapping(entity: mapping.entity, temporaryId: temporaryId, permanentId: mapping.permanentId))
+                outcome.idMappings.append(IdMapping(entity: mapping.entity, temporaryId: temporaryId, permanentId: mapping.id))
             }
             for index in outbox.indices {
                 let rewritten = IdRewriter.rewrite(outbox[index], schema: schema) { entity, id in
-                    found[id].flatMap { $0.entity == entity ? $0.permanentId : nil }
+                    found[id].flatMap { $0.entity == entity ? $0.id : nil }
                 }
                 if rewritten != outbox[index], let seq = rewritten.seq {
                     outbox[index] = rewritten

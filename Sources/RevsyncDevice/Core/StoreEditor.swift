@@ -1,14 +1,9 @@
+import RevsyncRules
 import RevsyncWire
 
 /// Writes to a `RecordStore` on behalf of the rules, noting which records changed
 /// and applying the schema's on-delete rules where a local delete needs them.
 struct StoreEditor {
-    /// A side effect of a local delete on a record that references a deleted one.
-    enum DeleteEffect {
-        case cascaded(RecordKey)
-        case nulled(RecordKey, attribute: String)
-    }
-
     let store: any RecordStore
     let schema: LocalSchema
     private(set) var changes = RecordChanges()
@@ -30,41 +25,30 @@ struct StoreEditor {
         return removed
     }
 
-    /// Removes a record the way the server will delete it: cascading to records
-    /// that reference it with `cascade` and clearing `set null` references, level
-    /// by level. `restrict` references are left for the caller to check.
-    /// `effect` sees each dependent record before it is changed and may throw to refuse.
+    /// Removes a record the way the server will delete it: by the shared on-delete
+    /// walk (`DeletePlan`), cascading to records that reference it with `cascade`
+    /// and clearing `set null` references. `restrict` references are left for the
+    /// caller to check. A cascade into an entity whose `permissions` forbid
+    /// deleting throws the plan's `forbidden` `ConflictReason` before anything changes.
     /// Dependents are handled even when the record itself is already gone: a
     /// replayed pending delete also removes children that arrived since.
-    mutating func delete(_ entity: String, id: Int64, effect: (DeleteEffect) throws -> Void = { _ in }) throws {
-        try remove(entity, id: id)
-        var frontier = [RecordKey(entity, id)]
-        var deleted: Set<RecordKey> = [RecordKey(entity, id)]
-        while !frontier.isEmpty {
-            var next: [RecordKey] = []
-            for parent in frontier {
-                for relation in schema.relations(to: parent.entity) {
-                    for childId in try store.ids(relation.child, where: relation.attribute, equals: parent.id) {
-                        let child = RecordKey(relation.child, childId)
-                        switch relation.rule {
-                        case .cascade:
-                            guard deleted.insert(child).inserted else { continue }
-                            try effect(.cascaded(child))
-                            try remove(child.entity, id: child.id)
-                            next.append(child)
-                        case .setNull:
-                            guard var record = try store.record(child.entity, id: child.id) else { continue }
-                            try effect(.nulled(child, attribute: relation.attribute))
-                            record.attributes[relation.attribute] = .null
-                            try put(child.entity, record)
-                        case .restrict:
-                            continue
-                        }
-                    }
-                }
+    /// - Returns: the records deleted by cascade.
+    @discardableResult
+    mutating func delete(_ entity: String, id: Int64, permissions: (_ entity: String) -> Permissions = { _ in .all }) throws -> [RecordKey] {
+        let store = self.store, schema = self.schema
+        var plan = DeletePlan(roots: [RecordKey(entity, id)])
+        try plan.complete(relations: schema.relations(to:), permissions: permissions) { relation, parentIds in
+            try parentIds.flatMap { parent in
+                try store.ids(relation.child, where: relation.attribute, equals: parent).map { (child: $0, parent: parent) }
             }
-            frontier = next
         }
+        for key in plan.deleted { try remove(key.entity, id: key.id) }
+        for (key, attributes) in plan.clears {
+            guard var record = try store.record(key.entity, id: key.id) else { continue }
+            for attribute in attributes { record.attributes[attribute] = .null }
+            try put(key.entity, record)
+        }
+        return Array(plan.deleted.dropFirst())
     }
 
     /// Points every stored reference to `entity` `old` at `new` instead.

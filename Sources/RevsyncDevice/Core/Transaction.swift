@@ -1,3 +1,4 @@
+import RevsyncRules
 import RevsyncWire
 
 /// One local edit: creates, updates and deletes across entities that commit
@@ -92,14 +93,12 @@ public final class Transaction {
         let id = try store.currentId(of: entity, id)
         guard let record = try store.record(entity, id: id) else { throw DeviceError.recordNotFound(entity: entity, id: id) }
         let key = RecordKey(entity, id)
-        var cascaded: [RecordKey] = []
-        try editor.delete(entity, id: id) { effect in
-            guard case .cascaded(let child) = effect else { return }
+        let cascaded: [RecordKey]
+        do {
             // The server refuses a cascade into records the role may not delete.
-            guard try schema.entity(child.entity).permissions.delete else {
-                throw DeviceError.forbidden(entity: child.entity, operation: "delete (by cascade from \(key))")
-            }
-            cascaded.append(child)
+            cascaded = try editor.delete(entity, id: id) { [schema] child in schema.entityIfKnown(child)?.permissions ?? .none }
+        } catch let reason as ConflictReason where reason.code == .forbidden {
+            throw DeviceError.forbidden(entity: reason.entity ?? entity, operation: "delete (by cascade from \(key))")
         }
         deletedHere.append(key)
         deletedHere += cascaded

@@ -1,3 +1,5 @@
+import RevsyncRules
+
 /// Errors of the device engine itself (the server's are `SyncTransportError`).
 public enum DeviceError: Error, Sendable, Hashable, CustomStringConvertible {
     /// No device token yet: call `register(_:adminToken:)` or `useToken(_:deviceId:)`.

@@ -26,21 +26,6 @@ public struct DeviceRecord: Sendable, Hashable, Codable {
     public var isTemporary: Bool { id < 0 }
 }
 
-/// A record by entity and id.
-public struct RecordKey: Sendable, Hashable, Comparable, Codable, CustomStringConvertible {
-    public var entity: String
-    public var id: Int64
-
-    public init(_ entity: String, _ id: Int64) {
-        self.entity = entity
-        self.id = id
-    }
-
-    public static func < (lhs: RecordKey, rhs: RecordKey) -> Bool { (lhs.entity, lhs.id) < (rhs.entity, rhs.id) }
-
-    public var description: String { "\(entity) \(id)" }
-}
-
 /// A temporary id the server replaced by a permanent one.
 public struct IdMapping: Sendable, Hashable, Codable {
     public var entity: String
@@ -50,17 +35,6 @@ public struct IdMapping: Sendable, Hashable, Codable {
     public init(entity: String, temporaryId: Int64, permanentId: Int64) {
         self.entity = entity
         self.temporaryId = temporaryId
-        self.permanentId = permanentId
-    }
-}
-
-/// Where a stored temporary id now points.
-public struct TemporaryIdMapping: Sendable, Hashable {
-    public var entity: String
-    public var permanentId: Int64
-
-    public init(entity: String, permanentId: Int64) {
-        self.entity = entity
         self.permanentId = permanentId
     }
 }

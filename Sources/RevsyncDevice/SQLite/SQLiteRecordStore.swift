@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import RevsyncRules
 import RevsyncWire
 
 /// The `RecordStore` over the device's SQLite file, for the span of one GRDB
@@ -187,13 +188,13 @@ final class SQLiteRecordStore: RecordStore {
     func temporaryIdMapping(_ temporaryId: Int64) throws -> TemporaryIdMapping? {
         let statement = try db.cachedStatement(sql: "SELECT entity, permanent_id FROM revsync_temporary_ids WHERE temporary_id = ?")
         return try Row.fetchOne(statement, arguments: [temporaryId]).map { row in
-            TemporaryIdMapping(entity: row[0], permanentId: row[1])
+            TemporaryIdMapping(entity: row[0], id: row[1])
         }
     }
 
     func setTemporaryIdMapping(_ temporaryId: Int64, to mapping: TemporaryIdMapping) throws {
         try db.cachedStatement(sql: "INSERT OR REPLACE INTO revsync_temporary_ids (temporary_id, entity, permanent_id) VALUES (?, ?, ?)")
-            .execute(arguments: [temporaryId, mapping.entity, mapping.permanentId])
+            .execute(arguments: [temporaryId, mapping.entity, mapping.id])
     }
 
     func renamedTemporaryId(_ entity: String, _ temporaryId: Int64) throws -> Int64? {

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import Logging
 import NIOCore
+import RevsyncGzip
 import RevsyncWire
 
 /// The transport over HTTP: JSON bodies, gzip both ways, a pooled client with
@@ -139,7 +140,7 @@ public final class HTTPSyncTransport: SyncTransport {
             sizes.requestRawBytes = body.readableBytes
             request.headers.add(name: "Content-Type", value: "application/json")
             if compress, let threshold = configuration.compressRequestsFrom, body.readableBytes >= threshold {
-                body = try Gzip.compress(body)
+                body = Gzip.deflate(body)
                 request.headers.add(name: "Content-Encoding", value: "gzip")
             }
             request.headers.add(name: "Content-Length", value: String(body.readableBytes))
@@ -169,9 +170,11 @@ public final class HTTPSyncTransport: SyncTransport {
 
         if contentEncoding.contains(where: { $0.lowercased() == "gzip" }) {
             do {
-                payload = try Gzip.decompress(payload, maxSize: configuration.maxResponseBytes)
-            } catch {
-                throw SyncTransportError.invalidResponse("\(method) \(path): gzip body does not inflate: \(error)")
+                payload = try Gzip.inflate(payload, maxSize: configuration.maxResponseBytes)
+            } catch .tooLarge {
+                throw SyncTransportError.invalidResponse("\(method) \(path): the response inflates to more than \(configuration.maxResponseBytes) bytes")
+            } catch .corrupt {
+                throw SyncTransportError.invalidResponse("\(method) \(path): the gzip body is not complete, valid gzip")
             }
         }
         let bytes = payload.readableBytesView

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import NIOCore
 import RevsyncRedis
+import RevsyncRules
 import Synchronization
 
 /// The change log with Redis in front of PostgreSQL.
@@ -162,7 +163,7 @@ public final class RedisChangeLog: ChangeLog {
 
     public func entries(after revision: Int64, through head: Int64, for device: Device, limits: CatchUpLimits) async throws -> CatchUpPage {
         guard let keys = usableKeys else { return try await postgres.entries(after: revision, through: head, for: device, limits: limits) }
-        let last = min(head, revision + Int64(limits.maxChangeSets))
+        let last = CatchUpRules.lastWanted(after: revision, through: head, limits: limits)
         guard last > revision else { return CatchUpPage(entries: [], more: false, source: "redis") }
         let wanted = Array((revision + 1)...last)
         var bodies: [Int64: (device: Int64, body: ByteBuffer)] = [:]
@@ -196,23 +197,19 @@ public final class RedisChangeLog: ChangeLog {
             }
         }
 
+        let source = missing.isEmpty ? "redis" : "mixed"
+        var pager = CatchUpPager(limits: limits)
         var entries: [LogEntry] = []
-        var bytes = 0
         for number in wanted {
-            // A revision PostgreSQL no longer has either: the device is behind the retained log.
+            // A revision PostgreSQL no longer has either: behind the horizon, or a hole the page stops before.
             guard let found = bodies[number], let body = found.device == device.id ? authorBodies[number] : found.body else {
-                if entries.isEmpty, number <= (try await postgres.state()).horizon {
-                    throw SyncError(.snapshotRequired, "revision \(number) is no longer in the log: bootstrap from GET /snapshot")
-                }
+                try CatchUpRules.checkMissing(number, horizon: try await postgres.state().horizon, pageIsEmpty: entries.isEmpty)
                 return CatchUpPage(entries: entries, more: false, source: "mixed")
             }
-            if !entries.isEmpty && bytes + body.readableBytes > limits.maxBytes {
-                return CatchUpPage(entries: entries, more: true, source: missing.isEmpty ? "redis" : "mixed")
-            }
+            guard pager.admit(size: body.readableBytes) else { return CatchUpPage(entries: entries, more: true, source: source) }
             entries.append(LogEntry(revision: number, bytes: body))
-            bytes += body.readableBytes
         }
-        return CatchUpPage(entries: entries, more: last < head, source: missing.isEmpty ? "redis" : "mixed")
+        return CatchUpPage(entries: entries, more: last < head, source: source)
     }
 
     /// Reads missing revisions from PostgreSQL (once, however many requests miss them) and writes them back.

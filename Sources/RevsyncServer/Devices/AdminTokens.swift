@@ -22,7 +22,7 @@ struct AdminTokens: Sendable {
         var tokens = inline
         if let file {
             guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
-                throw SyncError(.internal, "the admin token file \(file) (REVSYNC_ADMIN_TOKEN_FILE) cannot be read")
+                throw StoreError.inconsistent("the admin token file \(file) (REVSYNC_ADMIN_TOKEN_FILE) cannot be read")
             }
             tokens += Self.parse(text, separator: "\n")
         }

@@ -7,4 +7,12 @@ public struct Device: Sendable, Hashable {
     public let name: String
     public let user: String
     public let role: String
+
+    package init(id: Int64, publicId: String, name: String, user: String, role: String) {
+        self.id = id
+        self.publicId = publicId
+        self.name = name
+        self.user = user
+        self.role = role
+    }
 }

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import NIOCore
 import PostgresNIO
+import RevsyncRules
 import RevsyncWire
 
 /// Devices and their bearer tokens. Tokens are stored as SHA-256 hashes only.
@@ -14,8 +15,6 @@ public struct DeviceStore: Sendable {
         self.database = database
         self.cache = DeviceCache(lookupsPerSecond: lookupsPerSecond)
     }
-
-    static let revokedError = SyncError(.unauthorized, "this device was revoked: an administrator must register it again")
 
     /// Registers a device and returns it with its token (shown once, never stored).
     public func register(name: String, user: String, role: String) async throws -> (Device, token: String) {
@@ -30,7 +29,7 @@ public struct DeviceStore: Sendable {
                 """, logger
             ).first
         }
-        guard let row else { throw SyncError(.internal, "registering the device returned nothing") }
+        guard let row else { throw StoreError.inconsistent("registering the device returned nothing") }
         let (id, publicId) = try row.decode((Int64, String).self)
         return (Device(id: id, publicId: publicId, name: name, user: user, role: role), token)
     }
@@ -43,7 +42,7 @@ public struct DeviceStore: Sendable {
         case .hit(let device): return device
         case .unknown: return nil
         case .throttled:
-            throw SyncError.unavailable("too many requests with tokens this server has not seen recently: retry shortly")
+            throw SyncRefusal(.unavailable, "too many requests with tokens this server has not seen recently: retry shortly", retryAfterSeconds: 2)
         case .miss(let current): generation = current
         }
         let logger = database.logger
@@ -59,7 +58,7 @@ public struct DeviceStore: Sendable {
             return nil
         }
         let (id, publicId, name, user, role, revoked) = try row.decode((Int64, String, String, String, String, Bool).self)
-        if revoked { throw Self.revokedError }
+        if revoked { throw SyncRefusal.deviceRevoked }
         let device = Device(id: id, publicId: publicId, name: name, user: user, role: role)
         await cache.store(device, for: hash, generation: generation)
         return device
@@ -90,7 +89,7 @@ public struct DeviceStore: Sendable {
         let rows = try await database.withConnection { connection in
             try await connection.rows("SELECT \(unescaped: Self.infoColumns) FROM revsync_devices d WHERE d.id = \(device.id)", logger)
         }
-        guard let row = rows.first else { throw SyncError(.unauthorized, "the device no longer exists") }
+        guard let row = rows.first else { throw SyncRefusal.deviceGone }
         return try Self.info(row)
     }
 

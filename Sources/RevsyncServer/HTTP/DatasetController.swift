@@ -1,5 +1,6 @@
 import Hummingbird
 import NIOCore
+import RevsyncGzip
 import RevsyncRules
 
 /// `GET /schema` and `GET /snapshot`: what a new device needs before its first sync.

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import NIOCore
+import RevsyncGzip
 
 /// JSON responses, gzip-compressed when the client accepts it.
 enum JSONResponse {

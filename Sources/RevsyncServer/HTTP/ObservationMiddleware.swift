@@ -1,9 +1,10 @@
 import Hummingbird
 import NIOCore
 import NIOHTTP1
+import RevsyncRules
 
 /// Counts every request by route and status, and turns errors that are not the contract's
-/// into its JSON bodies: an unknown route into `404 not_found`, a request cut short by its
+/// into its JSON bodies: the rules' refusals and the stores' failures into theirs, an unknown route into `404 not_found`, a request cut short by its
 /// client into `400 invalid_request`, and anything unexpected into a 500 (the details go to
 /// the log, with the request id).
 struct ObservationMiddleware<Context: RequestContext>: RouterMiddleware {
@@ -13,9 +14,15 @@ struct ObservationMiddleware<Context: RequestContext>: RouterMiddleware {
         let started = ContinuousClock.now
         let route = context.endpointPath ?? "unmatched"
         do {
-            let response = try await next(request, context)
-            metrics.recordRequest(route: route, status: response.status.code, duration: ContinuousClock.now - started)
-            return response
+            do {
+                let response = try await next(request, context)
+                metrics.recordRequest(route: route, status: response.status.code, duration: ContinuousClock.now - started)
+                return response
+            } catch let refusal as SyncRefusal {
+                throw SyncError(refusal)
+            } catch let error as StoreError {
+                throw SyncError(error)
+            }
         } catch let error as SyncError {
             metrics.recordRequest(route: route, status: error.status.code, duration: ContinuousClock.now - started)
             if error.status.code >= 500 { context.logger.warning("request failed", metadata: ["error": "\(error)"]) }

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import NIOCore
+import RevsyncGzip
 
 /// Reads a request body within the limits and undoes its `Content-Encoding`.
 struct RequestBodyReader: Sendable {

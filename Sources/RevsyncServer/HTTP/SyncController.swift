@@ -1,26 +1,30 @@
 import Hummingbird
+import Logging
+import NIOCore
+import RevsyncGzip
 import RevsyncWire
 
-/// `POST /sync`: the one endpoint devices exchange change sets through.
-struct SyncController<Context: RequestContext>: Sendable {
-    let endpoint: SyncEndpoint
+/// `POST /sync`: the one endpoint devices exchange change sets through. It authenticates
+/// once (before reading the body, so an unknown caller gets nothing read or inflated),
+/// decodes, and hands the exchange to the `SyncService`.
+public struct SyncController: Sendable {
+    let authenticator: Authenticator
+    let bodyReader: RequestBodyReader
+    let service: SyncService
     let perDevice: DeviceRequestCount
 
-    func addRoutes(to router: Router<Context>) {
+    func addRoutes<Context: RequestContext>(to router: Router<Context>) {
         router.post("/sync") { request, context in
-            // Authenticate before reading the body, so an unknown caller gets nothing read or inflated;
-            // `respond` authenticates again from the cache, so it stays complete on its own.
-            let token = Authenticator.bearerToken(request)
-            let device = try await endpoint.authenticator.device(token: token)
+            let device = try await authenticator.device(for: request)
             guard perDevice.enter(device.id) else {
                 throw SyncError(
                     .unavailable, "this device has \(perDevice.limit) requests under way already: send the next one when they are answered",
                     retryAfterSeconds: 1)
             }
             defer { perDevice.leave(device.id) }
-            let raw = try await endpoint.bodyReader.collect(request)
-            let (body, gzipped) = try await endpoint.respond(
-                token: token, body: raw, contentEncoding: request.headers[.contentEncoding],
+            let raw = try await bodyReader.collect(request)
+            let (body, gzipped) = try await respond(
+                device: device, body: raw, contentEncoding: request.headers[.contentEncoding],
                 acceptEncoding: request.headers[.acceptEncoding], logger: context.logger)
             var headers: HTTPFields = [.contentType: "application/json"]
             if gzipped {
@@ -29,5 +33,19 @@ struct SyncController<Context: RequestContext>: Sendable {
             }
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: body))
         }
+    }
+
+    /// The exchange of an authenticated device without HTTP framing: undo the body's encoding,
+    /// decode, sync, and compress the answer when asked (the benchmark times this as the server's cost).
+    /// - Returns: the response body, and whether it is gzip-compressed.
+    public func respond(
+        device: Device, body: ByteBuffer, contentEncoding: String?, acceptEncoding: String?, logger: Logger
+    ) async throws -> (body: ByteBuffer, gzipped: Bool) {
+        var logger = logger
+        logger[metadataKey: "device.id"] = .string(device.publicId)
+        let request = try bodyReader.decode(SyncRequest.self, from: try bodyReader.decodeContent(body, encoding: contentEncoding))
+        let response = try await service.sync(request, device: device, logger: logger)
+        guard Gzip.accepted(acceptEncoding) else { return (response, false) }
+        return (Gzip.deflate(response), true)
     }
 }

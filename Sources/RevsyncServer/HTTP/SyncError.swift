@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import NIOCore
+import RevsyncRules
 import RevsyncWire
 
 /// An envelope error of the contract: an HTTP status and the JSON body `{"error", "message"}`.
@@ -35,5 +36,19 @@ public struct SyncError: Error, HTTPResponseError, CustomStringConvertible {
 
     static func unavailable(_ message: String) -> SyncError {
         SyncError(.unavailable, message, retryAfterSeconds: 2)
+    }
+
+    /// The answer to a refusal of the rules.
+    init(_ refusal: SyncRefusal) {
+        self.init(refusal.code, refusal.message, expected: refusal.expected, lowestTemporaryId: refusal.lowestTemporaryId, retryAfterSeconds: refusal.retryAfterSeconds)
+        seq = refusal.seq
+    }
+
+    /// The answer to a store that cannot do its work.
+    init(_ error: StoreError) {
+        switch error {
+        case .unavailable(let message): self = .unavailable(message)
+        case .inconsistent(let message): self.init(.internal, message)
+        }
     }
 }

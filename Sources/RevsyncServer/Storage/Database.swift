@@ -54,11 +54,11 @@ public struct Database: Sendable {
                 try await connection.inTransaction(isolation, logger, body)
             }
         } catch let error as PSQLError where error.isConnectionFailure {
-            throw SyncError.unavailable("PostgreSQL is unreachable: \(error.code)")
+            throw StoreError.unavailable("PostgreSQL is unreachable: \(error.code)")
         }
     }
 
-    /// Races `body` against a deadline; a timeout or a lost connection becomes `SyncError.unavailable`.
+    /// Races `body` against a deadline; a timeout or a lost connection becomes `StoreError.unavailable`.
     private func withDeadline<T: Sendable>(_ limit: Duration?, _ body: @Sendable @escaping () async throws -> T) async throws -> T {
         do {
             guard let limit else { return try await body() }
@@ -70,19 +70,21 @@ public struct Database: Sendable {
                 }
                 defer { group.cancelAll() }
                 guard let first = try await group.next(), let result = first else {
-                    throw SyncError.unavailable("PostgreSQL did not answer within \(limit)")
+                    throw StoreError.unavailable("PostgreSQL did not answer within \(limit)")
                 }
                 return result
             }
         } catch let error as PSQLError where error.isConnectionFailure {
-            throw SyncError.unavailable("PostgreSQL is unreachable: \(error.code)")
+            throw StoreError.unavailable("PostgreSQL is unreachable: \(error.code)")
         }
     }
 }
 
+// Public: the simulator's verdict, the bench and the tests run their SQL through these too.
 extension PostgresConnection {
     /// BEGIN, `body`, COMMIT; ROLLBACK when `body` throws.
-    nonisolated(nonsending) func inTransaction<T>(
+    /// `isolation` follows BEGIN ISOLATION LEVEL, e.g. "READ COMMITTED" or "REPEATABLE READ READ ONLY".
+    public nonisolated(nonsending) func inTransaction<T>(
         _ isolation: String, _ logger: Logger, _ body: (PostgresConnection) async throws -> T
     ) async throws -> T {
         try await run("BEGIN ISOLATION LEVEL \(unescaped: isolation)", logger)
@@ -97,11 +99,12 @@ extension PostgresConnection {
     }
 
     /// Runs a statement and reads (and drops) its rows so that its error, if any, is thrown here.
-    func run(_ query: PostgresQuery, _ logger: Logger) async throws {
+    public func run(_ query: PostgresQuery, _ logger: Logger) async throws {
         _ = try await self.query(query, logger: logger).collect()
     }
 
-    func rows(_ query: PostgresQuery, _ logger: Logger) async throws -> [PostgresRow] {
+    /// Runs a query and returns all its rows.
+    public func rows(_ query: PostgresQuery, _ logger: Logger) async throws -> [PostgresRow] {
         try await self.query(query, logger: logger).collect()
     }
 }

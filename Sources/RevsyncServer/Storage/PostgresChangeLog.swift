@@ -1,5 +1,6 @@
 import NIOCore
 import PostgresNIO
+import RevsyncRules
 
 /// The change log read straight from PostgreSQL.
 public struct PostgresChangeLog: ChangeLog {
@@ -12,7 +13,7 @@ public struct PostgresChangeLog: ChangeLog {
         let rows = try await database.withConnection { connection in
             try await connection.rows("SELECT head, horizon FROM revsync_head", logger)
         }
-        guard let row = rows.first else { throw SyncError(.internal, "revsync_head is empty: run `revsync migrate`") }
+        guard let row = rows.first else { throw StoreError.inconsistent("revsync_head is empty: run `revsync migrate`") }
         let (head, horizon) = try row.decode((Int64, Int64).self)
         return LogState(head: head, horizon: horizon)
     }
@@ -31,16 +32,14 @@ public struct PostgresChangeLog: ChangeLog {
                 FROM revsync_log WHERE revision > \(revision) ORDER BY revision LIMIT \(count)
                 """, logger)
         }
+        var pager = CatchUpPager(limits: limits)
         var entries: [LogEntry] = []
-        var bytes = 0
         for row in rows {
             let (number, body) = try row.decode((Int64, ByteBuffer).self)
-            let full = entries.count >= limits.maxChangeSets || (!entries.isEmpty && bytes + body.readableBytes > limits.maxBytes)
-            if full { return CatchUpPage(entries: entries, more: true) }
+            guard pager.admit(size: body.readableBytes) else { break }
             entries.append(LogEntry(revision: number, bytes: body))
-            bytes += body.readableBytes
         }
-        return CatchUpPage(entries: entries, more: false)
+        return CatchUpPage(entries: entries, more: pager.full)
     }
 
     /// Whole entries (both forms) of the given revisions that the log still holds, in order.
@@ -70,7 +69,7 @@ public struct PostgresChangeLog: ChangeLog {
                 SELECT h.instance::text, (SELECT oid::text FROM pg_database WHERE datname = current_database()) FROM revsync_head h
                 """, logger)
         }
-        guard let row = rows.first else { throw SyncError(.internal, "revsync_head is empty: run `revsync migrate`") }
+        guard let row = rows.first else { throw StoreError.inconsistent("revsync_head is empty: run `revsync migrate`") }
         let (uuid, oid) = try row.decode((String, String).self)
         // Some hosted services refuse pg_control_system(); the oid still tells template copies apart.
         let system = try? await database.withConnection { connection in

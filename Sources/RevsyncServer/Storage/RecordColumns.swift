@@ -45,32 +45,3 @@ package struct RecordColumns: Sendable {
         return StoredRecord(id: id, revision: revision, values: values)
     }
 }
-
-/// Reads complete records, for corrective sets.
-struct RecordReader: Sendable {
-    let schema: DatasetSchema
-    let logger: Logger
-
-    func records(_ entity: String, ids: [Int64], on connection: PostgresConnection) async throws -> [StoredRecord] {
-        guard let definition = schema.entity(named: entity), !ids.isEmpty else { return [] }
-        let columns = RecordColumns(definition)
-        let rows = try await connection.rows(
-            "SELECT \(unescaped: columns.selectList) FROM \(unescaped: columns.table) AS t WHERE t.id = ANY(\(ids)) ORDER BY t.id", logger)
-        return try rows.map(columns.decode)
-    }
-
-    /// Records of `entity` whose `attribute` references one of `parents`, at most `limit` of them.
-    func records(
-        _ entity: String, where attribute: String, in parents: [Int64], limit: Int = .max, on connection: PostgresConnection
-    ) async throws -> [StoredRecord] {
-        guard let definition = schema.entity(named: entity), !parents.isEmpty, limit > 0 else { return [] }
-        let columns = RecordColumns(definition)
-        let count = Int64(min(limit, Int(Int32.max)))
-        let rows = try await connection.rows(
-            """
-            SELECT \(unescaped: columns.selectList) FROM \(unescaped: columns.table) AS t
-            WHERE t.\(unescaped: SQLIdentifier.quoted(attribute)) = ANY(\(parents)) ORDER BY t.id LIMIT \(count)
-            """, logger)
-        return try rows.map(columns.decode)
-    }
-}

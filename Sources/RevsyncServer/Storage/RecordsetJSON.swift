@@ -2,7 +2,8 @@ import RevsyncRules
 import RevsyncWire
 
 /// Rows as a JSON array for `jsonb_to_recordset`: one bind parameter carries any
-/// number of records with any attribute types, nulls included.
+/// number of records with any attribute types, nulls included, and each record's
+/// write history (`rs_writer`, `rs_other_revision`).
 struct RecordsetJSON {
     let entity: Entity
     let names: [String]
@@ -14,23 +15,27 @@ struct RecordsetJSON {
 
     /// `id bigint, "a" text, …`
     var columnDefinitions: String {
-        (["id bigint"] + names.map { name in
+        (["id bigint", "rs_writer bigint", "rs_other_revision bigint"] + names.map { name in
             let type = entity.attribute(named: name).map { SchemaMigrationPlanner.sqlType($0.type) } ?? "text"
             return "\(SQLIdentifier.quoted(name)) \(type)"
         }).joined(separator: ", ")
     }
 
-    func json(_ records: [(Int64, Attributes)]) -> String {
+    func json(_ records: [RecordWrite]) -> String {
         var out = JSONWriter(capacity: 128 * records.count)
         out.byte(UInt8(ascii: "["))
-        for (index, (id, values)) in records.enumerated() {
+        for (index, record) in records.enumerated() {
             if index > 0 { out.byte(UInt8(ascii: ",")) }
             out.raw("{\"id\":")
-            out.integer(id)
+            out.integer(record.id)
+            out.raw(",\"rs_writer\":")
+            out.integer(record.writer)
+            out.raw(",\"rs_other_revision\":")
+            out.integer(record.otherRevision)
             for name in names {
                 out.byte(UInt8(ascii: ","))
                 out.key(name)
-                out.value(values[name] ?? .null)
+                out.value(record.values[name] ?? .null)
             }
             out.byte(UInt8(ascii: "}"))
         }

@@ -5,37 +5,34 @@ import RevsyncWire
 
 /// One `/sync` exchange: checks the envelope, applies the change sets in order,
 /// then answers with the catch-up, acknowledgements and corrective sets.
-struct SyncService: Sendable {
+package struct SyncService: Sendable {
     let applier: ChangeSetApplier
+    let seqCheck: SeqCheck
     let changeLog: any ChangeLog
-    let corrections: CorrectionReader
-    let ledger: SeqLedger
+    let corrections: CorrectionBuilder
     let limits: ServerSettings.Limits
     let metrics: ServerMetrics
 
-    func sync(_ request: SyncRequest, device: Device, logger: Logger) async throws -> ByteBuffer {
-        guard request.maxRevision >= 0 else {
-            throw SyncError(.invalidRequest, "maxRevision must be 0 or more, not \(request.maxRevision)")
-        }
-        guard request.changeSets.count <= limits.maxChangeSetsPerRequest else {
-            throw SyncError(.tooLarge, "\(request.changeSets.count) change sets in one request; the limit is \(limits.maxChangeSetsPerRequest): send the rest next")
-        }
-        let operations = request.changeSets.reduce(0) { total, set in
-            total + set.entities.values.reduce(0) { $0 + $1.create.count + $1.update.count + $1.delete.count }
-        }
-        guard operations <= limits.maxOperationsPerRequest else {
-            throw SyncError(.tooLarge, "\(operations) operations in one request; the limit is \(limits.maxOperationsPerRequest): send fewer change sets at a time")
-        }
-        try await ledger.check(request.changeSets, device: device)
+    package init(
+        changeSets: any ChangeSetStore, changeLog: any ChangeLog, records: any RecordStore, schema: DatasetSchema,
+        limits: ServerSettings.Limits, metrics: ServerMetrics
+    ) {
+        applier = ChangeSetApplier(store: changeSets, schema: schema, limits: limits)
+        seqCheck = SeqCheck(store: changeSets, schema: schema)
+        corrections = CorrectionBuilder(records: records, schema: schema)
+        self.changeLog = changeLog
+        self.limits = limits
+        self.metrics = metrics
+    }
+
+    /// The response body of one exchange: what the device missed, acknowledgements and corrective sets.
+    package func sync(_ request: SyncRequest, device: Device, logger: Logger) async throws -> ByteBuffer {
+        try RequestRules.check(request, maxChangeSets: limits.maxChangeSetsPerRequest, maxOperations: limits.maxOperationsPerRequest)
+        try await seqCheck.check(request.changeSets, device: device)
         var state = try await changeLog.state()
         // A cached head may lag (or have been set back): ask PostgreSQL before refusing.
         if request.maxRevision > state.head { state = try await changeLog.authoritativeState() }
-        guard request.maxRevision <= state.head else {
-            throw SyncError(.revisionAhead, "maxRevision \(request.maxRevision) is above the server's head revision \(state.head)")
-        }
-        guard request.maxRevision >= state.horizon else {
-            throw SyncError(.snapshotRequired, "maxRevision \(request.maxRevision) is older than the retained log (from \(state.horizon)): bootstrap from GET /snapshot")
-        }
+        try CatchUpRules.checkEnvelope(maxRevision: request.maxRevision, state: state)
 
         var outcomes: [ApplyOutcome] = []
         for changeSet in request.changeSets {

@@ -18,16 +18,16 @@ final class SleepRecorder: Sendable {
     }
 }
 
-/// A fake server, seeded with a league and a team, and devices that sync with it.
+/// The server's rules in-process (`InMemoryTransport`), seeded with a league and a team, and devices that sync with it.
 struct EngineHarness {
-    let server: FakeSyncServer
+    let server: InMemoryTransport
     let sleeps = SleepRecorder()
     let leagueId: Int64
     let teamId: Int64
 
-    /// `schema` holds the devices' permissions (the fake's seeding is not checked).
+    /// `schema` holds the devices' permissions (seeding goes through an admin who may do everything).
     init(schema: LocalSchema = TestSchema.schema) async throws {
-        server = FakeSyncServer(schema: schema)
+        server = await InMemoryTransport(schema: schema)
         let ids = try await server.seed { cs in
             cs.create("leagues", -1, ["name": "Premier"])
             cs.create("teams", -2, ["league_id": -1, "name": "Owls", "city": "Leeds"])

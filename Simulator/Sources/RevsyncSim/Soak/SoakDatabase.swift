@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import RevsyncHarness
 import RevsyncServer
 
 /// The soak's own PostgreSQL database, made fresh for every run next to the
@@ -28,11 +29,7 @@ enum SoakDatabase {
         url: String, logger: Logger, _ body: @Sendable (PostgresClient) async throws -> T
     ) async throws -> T {
         let client = PostgresClient(configuration: try DatabaseURL.configuration(url, connections: 2), backgroundLogger: logger)
-        return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await client.run() }
-            defer { group.cancelAll() }
-            return try await body(client)
-        }
+        return try await withRunning(client) { try await body(client) }
     }
 
     /// The server's head revision, or nil while PostgreSQL does not answer (e.g. it is restarting).

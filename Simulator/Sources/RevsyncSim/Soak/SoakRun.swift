@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import PostgresNIO
 import RevsyncDevice
+import RevsyncHarness
 import RevsyncLink
 
 /// One soak run, phase by phase: a fresh database, the server instances, the

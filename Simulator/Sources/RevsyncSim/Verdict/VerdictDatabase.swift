@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import RevsyncHarness
 import RevsyncRules
 import RevsyncServer
 
@@ -16,11 +17,7 @@ public struct VerdictDatabase: Sendable {
         url: String, logger: Logger = Logger(label: "revsync.sim.verdict"), _ body: (VerdictDatabase) async throws -> T
     ) async throws -> T {
         let client = PostgresClient(configuration: try DatabaseURL.configuration(url, connections: 2), backgroundLogger: logger)
-        return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await client.run() }
-            defer { group.cancelAll() }
-            return try await body(VerdictDatabase(client: client, logger: logger))
-        }
+        return try await withRunning(client) { try await body(VerdictDatabase(client: client, logger: logger)) }
     }
 
     /// Uses a client the caller runs.
@@ -31,18 +28,10 @@ public struct VerdictDatabase: Sendable {
 
     /// Runs `body` in one REPEATABLE READ snapshot, so that the head, the log and
     /// every table are seen at the same instant.
-    func inSnapshot<T>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+    func inSnapshot<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
         let logger = self.logger
         return try await client.withConnection { connection in
-            try await connection.drained("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger)
-            do {
-                let result = try await body(connection)
-                try await connection.drained("COMMIT", logger)
-                return result
-            } catch {
-                try? await connection.drained("ROLLBACK", logger)
-                throw error
-            }
+            try await connection.inTransaction("REPEATABLE READ READ ONLY", logger, body)
         }
     }
 
@@ -55,12 +44,5 @@ public struct VerdictDatabase: Sendable {
         }
         let (version, document) = try row.decode((Int, String).self)
         return try SchemaLoader.load(data: Data(document.utf8), file: "revsync_schema version \(version)")
-    }
-}
-
-extension PostgresConnection {
-    /// Runs a statement and reads (and drops) its rows, so its error is thrown here (PITFALLS.md).
-    func drained(_ query: PostgresQuery, _ logger: Logger) async throws {
-        _ = try await self.query(query, logger: logger).collect()
     }
 }

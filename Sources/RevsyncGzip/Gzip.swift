@@ -1,10 +1,10 @@
 import CompressNIO
-import Foundation
 import NIOCore
 
-/// gzip in both directions, with the checks compress-nio leaves to its caller.
-enum Gzip {
-    enum Failure: Error {
+/// gzip for HTTP bodies, the same on the server and the device, with the checks
+/// compress-nio leaves to its caller.
+public enum Gzip {
+    public enum Failure: Error, Sendable, Hashable {
         /// Inflating would pass the limit.
         case tooLarge
         /// Not gzip, corrupt, truncated, or followed by extra bytes.
@@ -15,8 +15,8 @@ enum Gzip {
     ///
     /// compress-nio's own `decompress(with:maxSize:)` returns what it has when the
     /// input ends early, so a truncated body would pass as a shorter one; this
-    /// loop demands the end of the stream.
-    static func inflate(_ compressed: ByteBuffer, maxSize: Int) throws(Failure) -> ByteBuffer {
+    /// loop demands the end of the stream, and refuses bytes after it.
+    public static func inflate(_ compressed: ByteBuffer, maxSize: Int) throws(Failure) -> ByteBuffer {
         var input = compressed
         let window = 64 * 1024
         var output = ByteBufferAllocator().buffer(capacity: min(maxSize, max(window, compressed.readableBytes * 4)))
@@ -48,49 +48,10 @@ enum Gzip {
         }
     }
 
-    static func deflate(_ buffer: ByteBuffer) -> ByteBuffer {
+    /// One gzip member holding `buffer`.
+    public static func deflate(_ buffer: ByteBuffer) -> ByteBuffer {
         var input = buffer
         // Compressing in memory into a buffer sized by deflateBound cannot fail.
         return (try? input.compress(with: .gzip, configuration: .init(windowSize: 15, compressionLevel: 5))) ?? buffer
-    }
-
-    /// Whether an `Accept-Encoding` value allows gzip (`gzip`, `x-gzip` or `*`, not with q=0).
-    static func accepted(_ header: String?) -> Bool {
-        guard let header else { return false }
-        for part in header.split(separator: ",") {
-            let fields = part.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-            guard let coding = fields.first, ["gzip", "x-gzip", "*"].contains(coding) else { continue }
-            let quality = fields.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) } ?? 1
-            let refused = quality <= 0
-            if !refused { return true }
-        }
-        return false
-    }
-}
-
-/// Compresses a stream of buffers into gzip chunks (for `/snapshot`).
-final class GzipStream {
-    private let compressor: ZlibCompressor
-    private var window: ByteBuffer
-
-    init() throws {
-        compressor = try ZlibCompressor(algorithm: .gzip, configuration: .init(windowSize: 15, compressionLevel: 5))
-        window = ByteBufferAllocator().buffer(capacity: 64 * 1024)
-    }
-
-    /// The compressed bytes for `buffer` available so far (possibly none).
-    func compress(_ buffer: ByteBuffer) throws -> [ByteBuffer] {
-        var input = buffer
-        var out: [ByteBuffer] = []
-        try input.compressStream(with: compressor, window: &window, flush: .no) { out.append($0) }
-        return out
-    }
-
-    /// Everything still buffered, ending the gzip member.
-    func finish() throws -> [ByteBuffer] {
-        var input = ByteBuffer()
-        var out: [ByteBuffer] = []
-        try input.compressStream(with: compressor, window: &window, flush: .finish) { out.append($0) }
-        return out
     }
 }

@@ -1,4 +1,4 @@
-/// Quoting of schema names in SQL. Names are checked by `SchemaLoader` to be
+/// Quoting of schema names in SQL. Names are checked by `SchemaLoader` (`SchemaNames`) to be
 /// lowercase letters, digits and `_`, so quoting cannot be escaped.
 public enum SQLIdentifier {
     public static func quoted(_ name: String) -> String { "\"\(name)\"" }

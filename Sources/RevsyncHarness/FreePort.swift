@@ -6,7 +6,7 @@ import Glibc
 import Darwin
 #endif
 
-/// Loopback ports for the fleet's servers.
+/// Loopback ports for servers that the simulator, the bench and the tests start.
 public enum FreePort {
     /// `count` distinct ports that nothing listens on right now.
     ///
@@ -36,7 +36,8 @@ public enum FreePort {
         (try? bindLoopback(port: port)) != nil
     }
 
-    /// A port the kernel picks from its ephemeral range (bind to 0 and ask which).
+    /// A port nobody listens on right now, which the kernel picks from its ephemeral range
+    /// (bind to 0 and ask which).
     public static func kernelChosenPort() throws -> Int {
         try bindLoopback(port: 0)
     }
@@ -58,7 +59,7 @@ public enum FreePort {
         let streamType = SOCK_STREAM
         #endif
         let socketFD = socket(AF_INET, streamType, 0)
-        guard socketFD >= 0 else { throw FleetError("socket() failed: errno \(errno)") }
+        guard socketFD >= 0 else { throw FreePortError("socket() failed: errno \(errno)") }
         defer { close(socketFD) }
         // Like the server's own listener, so a port in TIME_WAIT counts as free.
         var reuse: Int32 = 1
@@ -73,7 +74,16 @@ public enum FreePort {
                 bind(socketFD, socketAddress, length) == 0 && getsockname(socketFD, socketAddress, &length) == 0
             }
         }
-        guard bound else { throw FleetError("cannot bind 127.0.0.1:\(port): errno \(errno)") }
+        guard bound else { throw FreePortError("cannot bind 127.0.0.1:\(port): errno \(errno)") }
         return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
+
+/// No loopback socket could be made or bound; the message says which call failed.
+public struct FreePortError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+
+    public init(_ description: String) {
+        self.description = description
     }
 }

@@ -1,12 +1,27 @@
 import Foundation
 import RevsyncRules
+import RevsyncServer
+import RevsyncTestSupport
 import RevsyncWire
 import Testing
 
 @Suite struct SchemaMigrationPlannerTests {
+    private func defaultSchema() throws -> DatasetSchema {
+        try SchemaLoader.load(data: Data(contentsOf: URL(fileURLWithPath: defaultSchemaPath)), file: defaultSchemaPath)
+    }
+
+    private func schema(_ json: String) throws -> DatasetSchema {
+        try SchemaLoader.load(data: Data(json.utf8), file: "f.json")
+    }
+
+    /// A schema document around `entities` (a JSON array body), with roles admin, member, viewer.
+    private func document(version: Int = 1, entities: String) -> String {
+        #"{"version": \#(version), "roles": ["admin", "member", "viewer"], "entities": [\#(entities)]}"#
+    }
+
     /// Version 1: notes(body string required, pinned boolean nullable) and users(name).
     private func base(version: Int = 1, notes: String = "", extraEntities: String = "") throws -> DatasetSchema {
-        try Fixtures.schema(Fixtures.document(version: version, entities: """
+        try schema(document(version: version, entities: """
             {"name": "users", "attributes": [{"name": "name", "type": "string"}], "permissions": {"admin": "cud"}},
             {"name": "notes", "attributes": [
                 {"name": "body", "type": "string"},
@@ -26,7 +41,7 @@ import Testing
     }
 
     @Test func freshDatabaseGetsEveryTableThenForeignKeysAndIndexes() throws {
-        let schema = try Fixtures.defaultSchema()
+        let schema = try defaultSchema()
         let statements = try SchemaMigrationPlanner.plan(from: nil, to: schema)
         let tables = schema.entities.count
         #expect(statements.prefix(tables).allSatisfy { $0.hasPrefix("CREATE TABLE ") })
@@ -73,8 +88,8 @@ import Testing
 
     @Test func sameSchemaNeedsNothing() throws {
         #expect(try SchemaMigrationPlanner.plan(from: base(), to: base()).isEmpty)
-        let schema = try Fixtures.defaultSchema()
-        #expect(try SchemaMigrationPlanner.plan(from: schema, to: Fixtures.defaultSchema()).isEmpty)
+        let schema = try defaultSchema()
+        #expect(try SchemaMigrationPlanner.plan(from: schema, to: defaultSchema()).isEmpty)
     }
 
     @Test func newNullableAttributeIsAddedAsAColumn() throws {
@@ -92,7 +107,7 @@ import Testing
     }
 
     @Test func requiredAttributeBecomingNullableDropsNotNull() throws {
-        let new = try Fixtures.schema(Fixtures.document(version: 2, entities: """
+        let new = try schema(document(version: 2, entities: """
             {"name": "users", "attributes": [{"name": "name", "type": "string"}], "permissions": {"admin": "cud"}},
             {"name": "notes", "attributes": [
                 {"name": "body", "type": "string", "nullable": true},
@@ -112,7 +127,7 @@ import Testing
 
     @Test func permissionAndOnDeleteChangesNeedNoStatements() throws {
         let old = try base(notes: #", {"name": "author_id", "type": "integer", "nullable": true, "references": "users", "onDelete": "set null"}"#)
-        let new = try Fixtures.schema(Fixtures.document(version: 2, entities: """
+        let new = try schema(document(version: 2, entities: """
             {"name": "users", "attributes": [{"name": "name", "type": "string"}], "permissions": {"admin": "cud", "member": "c"}},
             {"name": "notes", "attributes": [
                 {"name": "body", "type": "string"},
@@ -152,7 +167,7 @@ import Testing
     }
 
     @Test func typeChangeIsRefused() throws {
-        let new = try Fixtures.schema(Fixtures.document(version: 2, entities: """
+        let new = try schema(document(version: 2, entities: """
             {"name": "users", "attributes": [{"name": "name", "type": "string"}]},
             {"name": "notes", "attributes": [
                 {"name": "body", "type": "string"},
@@ -164,7 +179,7 @@ import Testing
     }
 
     @Test func nullableAttributeBecomingRequiredIsRefused() throws {
-        let new = try Fixtures.schema(Fixtures.document(version: 2, entities: """
+        let new = try schema(document(version: 2, entities: """
             {"name": "users", "attributes": [{"name": "name", "type": "string"}]},
             {"name": "notes", "attributes": [
                 {"name": "body", "type": "string"},

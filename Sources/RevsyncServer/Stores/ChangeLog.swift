@@ -1,17 +1,16 @@
 import NIOCore
-
-/// The head revision and the oldest revision a device may still catch up from.
-public struct LogState: Sendable, Hashable {
-    public let head: Int64
-    /// Change sets up to here are no longer in the log: a device below it needs a snapshot.
-    public let horizon: Int64
-}
+import RevsyncRules
 
 /// One committed change set as the requesting device receives it.
 public struct LogEntry: Sendable {
     public let revision: Int64
     /// The exact JSON of the change set (the author's form for the device that made it).
     public let bytes: ByteBuffer
+
+    package init(revision: Int64, bytes: ByteBuffer) {
+        self.revision = revision
+        self.bytes = bytes
+    }
 }
 
 /// Part of the log after some revision, cut by the response limits.
@@ -21,11 +20,12 @@ public struct CatchUpPage: Sendable {
     public let more: Bool
     /// Where the entries came from: "postgres", "redis" or "mixed" (a cache with holes filled from PostgreSQL).
     public var source: String = "postgres"
-}
 
-public struct CatchUpLimits: Sendable {
-    public let maxChangeSets: Int
-    public let maxBytes: Int
+    package init(entries: [LogEntry], more: Bool, source: String = "postgres") {
+        self.entries = entries
+        self.more = more
+        self.source = source
+    }
 }
 
 /// Where catch-up reads committed change sets from: PostgreSQL, or a cache in front of it.

@@ -1,3 +1,4 @@
+import RevsyncRules
 import RevsyncWire
 
 /// The DDL that takes the database from the applied dataset schema to a new one.

@@ -1,0 +1,39 @@
+import Foundation
+import Logging
+import NIOCore
+import PostgresNIO
+import RevsyncRules
+import RevsyncWire
+
+/// Change sets applied in PostgreSQL: one transaction each, run again after a deadlock.
+struct PostgresChangeSetStore: ChangeSetStore {
+    let database: Database
+    let schema: DatasetSchema
+    /// A pause inside each transaction between the writes and the revision stamp (tests widen the window with it).
+    var delayBeforeRevision: ApplyDelay? = nil
+
+    /// SQLSTATEs that mean "run the whole transaction again".
+    private static let retryableStates: Set<String> = ["40001", "40P01"]
+
+    func read<T: Sendable>(_ body: @escaping @Sendable (any LedgerReading) async throws -> T) async throws -> T {
+        let schema = self.schema, logger = database.logger
+        return try await database.withConnection { connection in
+            try await body(PostgresApplyTransaction(connection: connection, schema: schema, logger: logger, delay: nil))
+        }
+    }
+
+    func transaction<T: Sendable>(_ body: @escaping @Sendable (any ApplyTransaction) async throws -> T) async throws -> T {
+        let schema = self.schema, logger = database.logger, delay = delayBeforeRevision
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                return try await database.transaction { connection in
+                    try await body(PostgresApplyTransaction(connection: connection, schema: schema, logger: logger, delay: delay))
+                }
+            } catch let error where attempt < 5 && error.sqlState.map(Self.retryableStates.contains) == true {
+                logger.debug("retrying change set after a deadlock", metadata: ["attempt": "\(attempt)"])
+            }
+        }
+    }
+}

@@ -1,0 +1,188 @@
+import NIOCore
+import RevsyncRules
+import RevsyncServer
+import RevsyncWire
+import Synchronization
+
+/// One transaction over a private copy of the state: reads see it, writes change it, and
+/// `committed` is what replaces the dataset's state when the transaction succeeds.
+final class InMemoryTransaction: ApplyTransaction, RecordReading, Sendable {
+    private let working: Mutex<InMemoryState>
+    private let schema: DatasetSchema
+
+    init(state: InMemoryState, schema: DatasetSchema) {
+        working = Mutex(state)
+        self.schema = schema
+    }
+
+    var committed: InMemoryState { working.withLock { $0 } }
+
+    private func read<T>(_ body: (InMemoryState) throws -> T) rethrows -> T { try working.withLock { try body($0) } }
+
+    // MARK: LedgerReading
+
+    func lastSeq(_ device: Device) async throws -> Int64 {
+        guard let row = read({ $0.devices[device.id] }) else { throw SyncRefusal.deviceGone }
+        return row.lastSeq
+    }
+
+    func mappings(_ ids: Set<Int64>, device: Device) async throws -> [Int64: TemporaryIdMapping] {
+        read { state in
+            var known: [Int64: TemporaryIdMapping] = [:]
+            for id in ids {
+                if let mapping = state.temporaryIds[device.id]?[id] { known[id] = TemporaryIdMapping(entity: mapping.entity, id: mapping.id) }
+            }
+            return known
+        }
+    }
+
+    func digests(_ seqs: [Int64], device: Device) async throws -> [Int64: [UInt8]?] {
+        read { state in
+            var digests: [Int64: [UInt8]?] = [:]
+            for seq in seqs {
+                if let outcome = state.outcomes[device.id]?[seq] { digests[seq] = outcome.digest }
+            }
+            return digests
+        }
+    }
+
+    func lowestTemporaryId(_ device: Device) async throws -> Int64 {
+        read { min(0, $0.temporaryIds[device.id]?.keys.min() ?? 0) }
+    }
+
+    // MARK: ApplyTransaction
+
+    func lockDevice(_ device: Device, forSeq: Bool) async throws -> DeviceLock? {
+        read { $0.devices[device.id].map { DeviceLock(lastSeq: $0.lastSeq, revoked: $0.revoked) } }
+    }
+
+    func storedOutcome(seq: Int64, device: Device) async throws -> StoredOutcome? {
+        read { state in
+            state.outcomes[device.id]?[seq].map { StoredOutcome(revision: $0.revision, reason: $0.reason, changeSet: nil, digest: $0.digest) }
+        }
+    }
+
+    func lockVersions(_ keys: [RecordKey]) async throws -> [RecordKey: RecordVersion] {
+        read { state in
+            var versions: [RecordKey: RecordVersion] = [:]
+            for key in keys {
+                if let row = state.records[key.entity]?[key.id] {
+                    versions[key] = RecordVersion(revision: row.revision, writer: row.writer, otherRevision: row.otherRevision)
+                }
+            }
+            return versions
+        }
+    }
+
+    func lockReferenced(_ keys: [RecordKey]) async throws -> Set<RecordKey> {
+        read { state in Set(keys.filter { state.records[$0.entity]?[$0.id] != nil }) }
+    }
+
+    func lockChildren(_ relation: Relation, parents: [Int64]) async throws -> [ApplyPlanner.Child] {
+        let parentSet = Set(parents)
+        return read { state in
+            (state.records[relation.child] ?? [:]).compactMap { id, row -> ApplyPlanner.Child? in
+                guard case .integer(let parent)? = row.values[relation.attribute], parentSet.contains(parent) else { return nil }
+                return ApplyPlanner.Child(id: id, parent: parent, version: RecordVersion(revision: row.revision, writer: row.writer, otherRevision: row.otherRevision))
+            }.sorted { $0.id < $1.id }
+        }
+    }
+
+    func allocateIds(_ entity: String, count: Int) async throws -> [Int64] {
+        // Like a sequence, ids once handed out are never handed out again, even after a rollback.
+        working.withLock { state in
+            let first = (state.lastId[entity] ?? 0) + 1
+            state.lastId[entity] = first + Int64(count) - 1
+            return Array(first..<(first + Int64(count)))
+        }
+    }
+
+    func write(_ plan: WritePlan, digest: [UInt8], device: Device) async throws -> CommittedEntry {
+        try working.withLock { state in
+            var next = state
+            for insert in plan.inserts {
+                for record in insert.records {
+                    next.records[insert.entity, default: [:]][record.id] = .init(
+                        revision: 0, writer: record.writer, otherRevision: record.otherRevision, values: record.values)
+                }
+            }
+            for update in plan.updates {
+                for record in update.records {
+                    guard var row = next.records[update.entity]?[record.id] else { continue }
+                    row.values.merge(record.values) { _, new in new }
+                    row.writer = record.writer
+                    row.otherRevision = record.otherRevision
+                    next.records[update.entity]?[record.id] = row
+                }
+            }
+            for delete in plan.deletes {
+                for id in delete.ids { next.records[delete.entity]?[id] = nil }
+            }
+            try Self.checkReferences(next, schema: schema)
+            for created in plan.createdIds {
+                next.temporaryIds[device.id, default: [:]][created.temporaryId] = .init(entity: created.entity, id: created.id, seq: plan.seq)
+            }
+            next.head += 1
+            let revision = next.head
+            for key in plan.applied.writtenKeys { next.records[key.entity]?[key.id]?.revision = revision }
+            let body = LogEntryEncoder.substitute(plan.body, revision: revision)
+            let authorBody = LogEntryEncoder.substitute(plan.authorBody, revision: revision)
+            next.log[revision] = .init(deviceId: device.id, body: body, authorBody: authorBody)
+            if let seq = plan.seq {
+                next.devices[device.id]?.lastSeq = seq
+                next.outcomes[device.id, default: [:]][seq] = .init(revision: revision, reason: nil, digest: digest, headAt: revision)
+            }
+            state = next
+            return CommittedEntry(revision: revision, deviceId: device.id, body: ByteBuffer(bytes: body), authorBody: ByteBuffer(bytes: authorBody))
+        }
+    }
+
+    func recordRejection(_ reason: ConflictReason, seq: Int64, digest: [UInt8], device: Device) async throws {
+        working.withLock { state in
+            state.outcomes[device.id, default: [:]][seq] = .init(revision: nil, reason: reason, digest: digest, headAt: state.head)
+            state.devices[device.id]?.lastSeq = seq
+        }
+    }
+
+    /// What PostgreSQL's foreign keys enforce: every reference names a record that exists.
+    private static func checkReferences(_ state: InMemoryState, schema: DatasetSchema) throws(ConflictReason) {
+        for entity in schema.entities {
+            for attribute in entity.attributes {
+                guard let target = attribute.references else { continue }
+                for (id, row) in state.records[entity.name] ?? [:] {
+                    guard case .integer(let parent)? = row.values[attribute.name], state.records[target]?[parent] == nil else { continue }
+                    throw ConflictReason(code: .reference, entity: entity.name, id: id, message: "a referenced record does not exist: \(target) \(parent)")
+                }
+            }
+        }
+    }
+
+    // MARK: RecordReading
+
+    func records(_ entity: String, ids: [Int64]) async throws -> [StoredRecord] {
+        read { state in
+            Set(ids).sorted().compactMap { id in state.records[entity]?[id].map { StoredRecord(id: id, revision: $0.revision, values: $0.values) } }
+        }
+    }
+
+    func records(_ entity: String, where attribute: String, in parents: [Int64], limit: Int) async throws -> [StoredRecord] {
+        let parentSet = Set(parents)
+        return read { state in
+            let rows = (state.records[entity] ?? [:]).filter { _, row in
+                if case .integer(let parent)? = row.values[attribute] { return parentSet.contains(parent) }
+                return false
+            }
+            return rows.keys.sorted().prefix(max(0, limit)).compactMap { id in
+                rows[id].map { StoredRecord(id: id, revision: $0.revision, values: $0.values) }
+            }
+        }
+    }
+
+    func createdIds(device: Device, seq: Int64) async throws -> [CreatedId] {
+        read { state in
+            (state.temporaryIds[device.id] ?? [:]).filter { $0.value.seq == seq }.sorted { $0.key > $1.key }.map {
+                CreatedId(temporaryId: $0.key, entity: $0.value.entity, id: $0.value.id)
+            }
+        }
+    }
+}
