@@ -48,7 +48,9 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // HTTP, PostgreSQL and metrics shells around the rules.
+        // The server: Sync (the service that puts the rules in order), Stores (the protocols it
+        // needs), Postgres and Redis (their implementations), HTTP (controllers and guards),
+        // Devices (tokens and their cache) and Metrics. It decides nothing RevsyncRules does not.
         .target(
             name: "RevsyncServer",
             dependencies: [

@@ -36,20 +36,16 @@ public enum AcknowledgementEncoder {
             out.raw(",\"attributes\":{")
             for (index, pair) in pairs.enumerated() {
                 if index > 0 { out.byte(UInt8(ascii: ",")) }
-                out.byte(UInt8(ascii: "\""))
-                out.integer(pair.id)
-                out.raw("\":{\"__oldId__\":")
-                out.integer(pair.temporaryId)
                 if let record = existing(pair) {
-                    out.raw(",\"revision\":")
-                    out.integer(record.revision)
-                    for name in order {
-                        out.byte(UInt8(ascii: ","))
-                        out.key(name)
-                        out.value(record.values[name] ?? .null)
-                    }
+                    out.storedRecord(record, oldId: pair.temporaryId, order: order)
+                } else {
+                    // Deleted since: only the old id, so the device can drop its temporary copy.
+                    out.byte(UInt8(ascii: "\""))
+                    out.integer(pair.id)
+                    out.raw("\":{\"__oldId__\":")
+                    out.integer(pair.temporaryId)
+                    out.byte(UInt8(ascii: "}"))
                 }
-                out.byte(UInt8(ascii: "}"))
             }
             out.raw("}}")
         }

@@ -102,18 +102,36 @@ public struct CorrectiveSet: Sendable {
             out.raw(",\"delete\":")
             out.integerArray(absent[entity] ?? [])
             out.raw(",\"attributes\":{")
-            var first = true
-            for (record, temporaryId) in kept {
-                RecordWriter.open(&out, id: record.id, first: &first)
-                if let temporaryId { RecordWriter.field(&out, ReservedAttribute.oldId, .integer(temporaryId)) }
-                out.raw("\"revision\":")
-                out.integer(record.revision)
-                RecordWriter.values(&out, record.values, order: order ?? record.values.keys.sorted(), leadingComma: true)
-                out.byte(UInt8(ascii: "}"))
+            for (index, (record, temporaryId)) in kept.enumerated() {
+                if index > 0 { out.byte(UInt8(ascii: ",")) }
+                out.storedRecord(record, oldId: temporaryId, order: order ?? record.values.keys.sorted())
             }
             out.raw("}}")
         }
         out.byte(UInt8(ascii: "}"))
         return out.bytes
+    }
+}
+
+extension JSONWriter {
+    /// `"id":{"__oldId__":t,"revision":r,"a":…}`: a stored record as answers list it, with its
+    /// values in `order` (null for one it lacks). The caller writes the commas between records.
+    public mutating func storedRecord(_ record: StoredRecord, oldId: Int64? = nil, order: [String]) {
+        byte(UInt8(ascii: "\""))
+        integer(record.id)
+        raw("\":{")
+        if let oldId {
+            key(ReservedAttribute.oldId)
+            integer(oldId)
+            byte(UInt8(ascii: ","))
+        }
+        raw("\"revision\":")
+        integer(record.revision)
+        for name in order {
+            byte(UInt8(ascii: ","))
+            key(name)
+            value(record.values[name] ?? .null)
+        }
+        byte(UInt8(ascii: "}"))
     }
 }

@@ -69,12 +69,11 @@ public struct Server: Sendable {
         self.pruner = pruner
     }
 
-    /// The application: routes, and the services that run with it. It migrates before it listens.
-    /// - Parameter migrate: run migrations before listening (tests of an unreachable database turn it off).
-    public func makeApplication(migrate: Bool = true) -> some ApplicationProtocol {
+    /// The routes: each controller decodes, authenticates once and calls its service.
+    func buildRouter() -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
         router.middlewares.add(ObservationMiddleware(metrics: metrics))
-        router.middlewares.add(InFlightLimitMiddleware(limit: settings.maxRequestsInFlight, count: InFlightCount()))
+        router.middlewares.add(InFlightLimitMiddleware(limit: settings.maxRequestsInFlight, count: BoundedCount()))
         let bodyReader = sync.bodyReader
         let authenticator = sync.authenticator
         sync.addRoutes(to: router)
@@ -86,16 +85,22 @@ public struct Server: Sendable {
         ).addRoutes(to: router)
         DatasetController(authenticator: authenticator, schema: schema, snapshots: SnapshotStreamer(database: database, schema: schema))
             .addRoutes(to: router)
-        OperationsController(database: database, metrics: metrics, metricsToken: settings.metricsToken).addRoutes(to: router)
+        MonitoringController(database: database, metrics: metrics, metricsToken: settings.metricsToken).addRoutes(to: router)
         OpenAPIController().addRoutes(to: router)
+        return router
+    }
 
+    /// The application: the router, and the services that run with it. It migrates before it listens.
+    /// - Parameter migrate: run migrations before listening (tests of an unreachable database turn it off).
+    public func buildApplication(migrate: Bool = true) -> some ApplicationProtocol {
+        let cache = self.cache
         var services: [any Service] = [postgres, pruner, DeviceChangeWatcher(devices: devices, feed: cache, logger: logger)]
         if let redis, let cache {
             services += [RedisService(client: redis), CacheReconciler(cache: cache, interval: settings.cacheReconcileInterval)]
         }
         var app = Application(
-            router: router,
-            server: GuardedHTTP1Channel.builder(limits: settings.connections, count: ConnectionCount()),
+            router: buildRouter(),
+            server: GuardedHTTP1Channel.builder(limits: settings.connections, count: BoundedCount()),
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "revsync"),
             services: services,
             logger: logger)

@@ -61,7 +61,7 @@ struct Bench {
         clientConfiguration.decompression = .disabled
         let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
         let redis = try RedisClient(configuration: try RedisConfiguration(url: redisURL), logger: logger)
-        let cachedApp = cached.makeApplication(), plainApp = plain.makeApplication(migrate: false)
+        let cachedApp = cached.buildApplication(), plainApp = plain.buildApplication(migrate: false)
         let report = try await withRunning(cachedApp) {
             try await BenchClient(http: http, port: cachedPort).waitUntilHealthy()
             return try await withRunning(plainApp) {

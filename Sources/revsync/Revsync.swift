@@ -56,7 +56,7 @@ struct Serve: AsyncParsableCommand {
         }
         let server = try Server(settings: settings, logger: logger)
         logger.info("serving", metadata: ["address": "\(settings.host):\(settings.port)", "schema": "\(settings.schemaPath)"])
-        try await server.makeApplication().runService()
+        try await server.buildApplication().runService()
     }
 }
 

@@ -203,7 +203,8 @@ struct RestoredDeviceTests {
 
         // The app reinstalled and given its old token: an empty file.
         let reinstalled = try SyncEngine(databasePath: nil, transport: harness.server, configuration: harness.configuration())
-        try await reinstalled.useToken("token-a", deviceId: "a")
+        let registration = try await harness.server.registration("a")
+        try await reinstalled.useToken(registration.token, deviceId: registration.deviceId)
         #expect(await harness.server.deviceInfoRequests == 1)
         try await reinstalled.syncOnce()
         #expect(await harness.server.deviceInfoRequests == 1, "useToken asked already")

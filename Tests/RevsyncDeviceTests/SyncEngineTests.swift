@@ -279,7 +279,7 @@ struct SyncEngineTests {
         try await device.transaction { tx in try tx.update("teams", id: harness.teamId, ["city": "A"]) }
         try await device.transaction { tx in try tx.update("teams", id: harness.teamId, ["city": "B"]) }
         try await device.syncOnce()
-        try await harness.server.forgetSequence(of: "token-a")
+        try await harness.server.forgetSequence(of: try await harness.server.registration("a").token)
         try await device.transaction { tx in try tx.update("teams", id: harness.teamId, ["city": "C"]) }
         let report = try await device.syncOnce()
         #expect(report.acknowledged == [1])

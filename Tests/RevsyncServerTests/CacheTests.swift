@@ -78,7 +78,7 @@ import Testing
             plain.redisURL = nil
             let postgresOnly = try Server(settings: plain, logger: Self.quiet)
             let redis = try Self.redis(harness.server.settings.redisURL)
-            try await postgresOnly.makeApplication(migrate: false).test(.router) { plainClient in
+            try await postgresOnly.buildApplication(migrate: false).test(.router) { plainClient in
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask {
                         // Knock random holes in the cache while readers read.

@@ -123,7 +123,7 @@ import Testing
         var quiet = Logger(label: "revsync.tests.unreachable")
         quiet.logLevel = .critical
         let server = try Server(settings: settings, logger: quiet)
-        try await server.makeApplication(migrate: false).test(.router) { client in
+        try await server.buildApplication(migrate: false).test(.router) { client in
             let body = ByteBuffer(string: "{\"maxRevision\": 0, \"changeSets\": []}")
             try await client.execute(uri: "/sync", method: .post, headers: [.authorization: "Bearer rsd_x"], body: body) { response in
                 #expect(response.status == .serviceUnavailable)

@@ -232,7 +232,7 @@ import Testing
         var quiet = Logger(label: "revsync.tests.openapi.unreachable")
         quiet.logLevel = .critical
         let server = try Server(settings: settings, logger: quiet)
-        try await server.makeApplication(migrate: false).test(.router) { client in
+        try await server.buildApplication(migrate: false).test(.router) { client in
             let h = TestHarness(client: client, server: server)
             var c = Checker(contract: contract)
             let answer = c.expect(try await h.exchange(.post, "/sync", token: "rsd_x", body: Self.sync(0)), 503)
@@ -372,6 +372,8 @@ import Testing
 extension SyncError {
     /// The body the server sends for this error, with `seq` set as for seq_reused.
     fileprivate func errorBody(seq: Int64) -> ErrorBody {
-        ErrorBody(error: code.rawValue, message: message, expected: expected, lowestTemporaryId: lowestTemporaryId, seq: seq)
+        var body = self.body
+        body.seq = seq
+        return body
     }
 }

@@ -43,7 +43,7 @@ public func withLiveServer<T: Sendable>(
     logger.logLevel = .warning
     do {
         let server = try Server(settings: settings, logger: logger)
-        let app = server.makeApplication()
+        let app = server.buildApplication()
         let live = LiveServer(
             baseURL: URL(string: "http://127.0.0.1:\(port)")!, adminToken: settings.adminToken ?? "", server: server)
         let result = try await withRunning(app) {

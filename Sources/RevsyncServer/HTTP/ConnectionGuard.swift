@@ -1,5 +1,4 @@
 import NIOCore
-import Synchronization
 
 /// The per-instance limits on connections and on how long a client may take.
 public struct ConnectionLimits: Sendable {
@@ -15,23 +14,6 @@ public struct ConnectionLimits: Sendable {
     public init() {}
 }
 
-/// The number of open connections of one server instance.
-final class ConnectionCount: Sendable {
-    private let open = Atomic<Int>(0)
-
-    /// Counts a new connection; false (and not counted) when `limit` are open already.
-    func enter(limit: Int) -> Bool {
-        while true {
-            let current = open.load(ordering: .relaxed)
-            guard current < limit else { return false }
-            if open.compareExchange(expected: current, desired: current + 1, ordering: .relaxed).exchanged { return true }
-        }
-    }
-
-    func leave() { open.subtract(1, ordering: .relaxed) }
-
-    var value: Int { open.load(ordering: .relaxed) }
-}
 
 /// Sent down the pipeline by `RequestProgressHandler` when a response has been written
 /// whole, so `ConnectionGuard` starts waiting for the next request.
@@ -59,12 +41,12 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private let limits: ConnectionLimits
-    private let count: ConnectionCount
+    private let count: BoundedCount
     private var counted = false
     private var state = State.idle
     private var deadline: Scheduled<Void>?
 
-    init(limits: ConnectionLimits, count: ConnectionCount) {
+    init(limits: ConnectionLimits, count: BoundedCount) {
         self.limits = limits
         self.count = count
     }

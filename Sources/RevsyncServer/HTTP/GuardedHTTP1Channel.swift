@@ -11,7 +11,7 @@ struct GuardedHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
 
     let base: HTTP1Channel
     let limits: ConnectionLimits
-    let count: ConnectionCount
+    let count: BoundedCount
 
     var responder: HTTPChannelHandler.Responder { base.responder }
 
@@ -29,7 +29,7 @@ struct GuardedHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
     }
 
     /// The server builder for `Application(server:)`.
-    static func builder(limits: ConnectionLimits, count: ConnectionCount) -> HTTPServerBuilder {
+    static func builder(limits: ConnectionLimits, count: BoundedCount) -> HTTPServerBuilder {
         HTTPServerBuilder { responder in
             let bodyTimeout = limits.bodyTimeout
             let configuration = HTTP1Channel.Configuration(additionalChannelHandlers: [RequestProgressHandler(bodyTimeout: bodyTimeout)])

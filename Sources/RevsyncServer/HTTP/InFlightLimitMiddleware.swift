@@ -1,11 +1,10 @@
 import Hummingbird
-import Synchronization
 
 /// Answers `503 unavailable` with `Retry-After` once `limit` requests are being handled
 /// at once, so a burst queues at the clients instead of in the server's memory.
 struct InFlightLimitMiddleware<Context: RequestContext>: RouterMiddleware {
     let limit: Int
-    let count: InFlightCount
+    let count: BoundedCount
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard count.enter(limit: limit) else {
@@ -14,13 +13,4 @@ struct InFlightLimitMiddleware<Context: RequestContext>: RouterMiddleware {
         defer { count.leave() }
         return try await next(request, context)
     }
-}
-
-/// Requests being handled by one server instance.
-final class InFlightCount: Sendable {
-    private let count = ConnectionCount()
-
-    func enter(limit: Int) -> Bool { count.enter(limit: limit) }
-    func leave() { count.leave() }
-    var value: Int { count.value }
 }

@@ -4,44 +4,18 @@ import NIOCore
 import RevsyncRules
 import RevsyncWire
 
-/// An envelope error of the contract: an HTTP status and the JSON body `{"error", "message"}`.
+/// An envelope error as HTTP sends it: the status of its code and the JSON body
+/// `{"error", "message", …}`. What it says is a `SyncRefusal`, whether the rules, a store
+/// (`StoreError`) or the HTTP layer itself (limits, bodies, routes) refused the request.
 public struct SyncError: Error, HTTPResponseError, CustomStringConvertible {
-    public let code: ErrorCode
-    public let message: String
-    public var expected: Int64? = nil
-    /// `seq_reused`: the lowest temporary id the device has used on the server.
-    public var lowestTemporaryId: Int64? = nil
-    /// `seq_reused`: the seq that named another change set.
-    public var seq: Int64? = nil
-    public var retryAfterSeconds: Int? = nil
+    public let refusal: SyncRefusal
+
+    public init(_ refusal: SyncRefusal) { self.refusal = refusal }
 
     public init(_ code: ErrorCode, _ message: String, expected: Int64? = nil, lowestTemporaryId: Int64? = nil, retryAfterSeconds: Int? = nil) {
-        self.code = code
-        self.message = message
-        self.expected = expected
-        self.lowestTemporaryId = lowestTemporaryId
-        self.retryAfterSeconds = retryAfterSeconds
-    }
-
-    public var status: HTTPResponse.Status { .init(code: code.status) }
-    public var description: String { "\(code.rawValue): \(message)" }
-
-    public func response(from request: Request, context: some RequestContext) throws -> Response {
-        var headers: HTTPFields = [.contentType: "application/json"]
-        if let retryAfterSeconds { headers[.retryAfter] = String(retryAfterSeconds) }
-        let body = ErrorBody(error: code.rawValue, message: message, expected: expected, lowestTemporaryId: lowestTemporaryId, seq: seq)
-        let data = try JSONEncoder().encode(body)
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
-    }
-
-    static func unavailable(_ message: String) -> SyncError {
-        SyncError(.unavailable, message, retryAfterSeconds: 2)
-    }
-
-    /// The answer to a refusal of the rules.
-    init(_ refusal: SyncRefusal) {
-        self.init(refusal.code, refusal.message, expected: refusal.expected, lowestTemporaryId: refusal.lowestTemporaryId, retryAfterSeconds: refusal.retryAfterSeconds)
-        seq = refusal.seq
+        var refusal = SyncRefusal(code, message, expected: expected, retryAfterSeconds: retryAfterSeconds)
+        refusal.lowestTemporaryId = lowestTemporaryId
+        self.refusal = refusal
     }
 
     /// The answer to a store that cannot do its work.
@@ -50,5 +24,25 @@ public struct SyncError: Error, HTTPResponseError, CustomStringConvertible {
         case .unavailable(let message): self = .unavailable(message)
         case .inconsistent(let message): self.init(.internal, message)
         }
+    }
+
+    static func unavailable(_ message: String) -> SyncError {
+        SyncError(.unavailable, message, retryAfterSeconds: 2)
+    }
+
+    public var code: ErrorCode { refusal.code }
+    public var message: String { refusal.message }
+    public var status: HTTPResponse.Status { .init(code: code.status) }
+    public var description: String { refusal.description }
+
+    /// The contract's error body.
+    public var body: ErrorBody {
+        ErrorBody(error: code.rawValue, message: message, expected: refusal.expected, lowestTemporaryId: refusal.lowestTemporaryId, seq: refusal.seq)
+    }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        var headers: HTTPFields = [.contentType: "application/json"]
+        if let seconds = refusal.retryAfterSeconds { headers[.retryAfter] = String(seconds) }
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: try JSONEncoder().encode(body))))
     }
 }

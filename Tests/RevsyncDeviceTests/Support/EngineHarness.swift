@@ -27,7 +27,7 @@ struct EngineHarness {
 
     /// `schema` holds the devices' permissions (seeding goes through an admin who may do everything).
     init(schema: LocalSchema = TestSchema.schema) async throws {
-        server = await InMemoryTransport(schema: schema)
+        server = try await InMemoryTransport(schema: schema)
         let ids = try await server.seed { cs in
             cs.create("leagues", -1, ["name": "Premier"])
             cs.create("teams", -2, ["league_id": -1, "name": "Owls", "city": "Leeds"])

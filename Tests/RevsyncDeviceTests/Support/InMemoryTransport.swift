@@ -23,12 +23,14 @@ actor InMemoryTransport: SyncTransport {
     /// (off: the engine must find it by probing).
     private var namesFirstReusedSeq = true
     private var seedSeq: Int64 = 0
+    /// Registered devices by name: their token and public id.
+    private var registered: [String: RegisteredDevice] = [:]
 
     /// - Parameter schema: the document devices get; its permissions are the role `member`'s.
     ///   Seeding goes through an `admin` that may do everything.
-    init(schema: LocalSchema = TestSchema.schema) async {
+    init(schema: LocalSchema = TestSchema.schema) async throws {
         server = InMemoryServer(schema: Self.datasetSchema(schema.document))
-        seedToken = await server.register(name: "seed", role: "admin").token
+        seedToken = try await server.register(name: "seed", role: "admin").token
     }
 
     /// The server's schema file for a device's document: role `member` with the document's permissions, `admin` with all.
@@ -66,6 +68,12 @@ actor InMemoryTransport: SyncTransport {
     /// A repair over `bytes` is sent as `"resync": true` (`REVSYNC_MAX_CORRECTIVE_BYTES`).
     func setMaxCorrectiveBytes(_ bytes: Int) async { await server.configure { $0.maxCorrectiveBytes = bytes } }
     func setNamesFirstReusedSeq(_ names: Bool) { namesFirstReusedSeq = names }
+
+    /// What the device registered as `name` was given: its token and public id.
+    func registration(_ name: String) throws -> RegisteredDevice {
+        guard let found = registered[name] else { throw DeviceError.notRegistered }
+        return found
+    }
 
     /// Drops the log up to the head: every device behind it must bootstrap again.
     func dropLog() { server.dataset.withState { $0.prune(retention: 0) } }
@@ -137,8 +145,10 @@ actor InMemoryTransport: SyncTransport {
 
     func register(_ registration: DeviceRegistration, adminToken: String) async throws -> RegisteredDevice {
         guard adminToken == self.adminToken else { throw SyncTransportError.unauthorized(message: "not the admin token") }
-        let (device, token) = await server.register(name: registration.name, role: registration.role)
-        return RegisteredDevice(deviceId: device.publicId, token: token)
+        let (device, token) = try await server.register(name: registration.name, role: registration.role)
+        let answer = RegisteredDevice(deviceId: device.publicId, token: token)
+        registered[registration.name] = answer
+        return answer
     }
 
     func device(token: String) async throws -> DeviceInfo {

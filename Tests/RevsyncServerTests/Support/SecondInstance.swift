@@ -15,7 +15,7 @@ extension TestHarness {
         var logger = Logger(label: "revsync.tests.second")
         logger.logLevel = .warning
         let second = try Server(settings: settings, logger: logger)
-        return try await second.makeApplication().test(.router) { client in
+        return try await second.buildApplication().test(.router) { client in
             try await body(TestHarness(client: client, server: second))
         }
     }

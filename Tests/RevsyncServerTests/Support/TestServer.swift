@@ -33,7 +33,7 @@ func withTestServer<T: Sendable>(
     logger.logLevel = .warning
     do {
         let server = try Server(settings: settings, logger: logger, applyDelay: applyDelay)
-        let result = try await server.makeApplication().test(.router) { client in
+        let result = try await server.buildApplication().test(.router) { client in
             try await body(TestHarness(client: client, server: server))
         }
         await TestDatabase.drop(url)

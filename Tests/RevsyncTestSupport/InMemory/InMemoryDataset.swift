@@ -10,7 +10,7 @@ import Synchronization
 ///
 /// It loads facts and writes what the rules of RevsyncRules decided, as the PostgreSQL
 /// stores do: the same `SyncService` runs over either.
-package final class InMemoryDataset: ChangeSetStore, ChangeLog, RecordStore {
+package final class InMemoryDataset: ChangeSetStore, ChangeLog, RecordStore, DeviceDirectory {
     package let schema: DatasetSchema
     private let state = Mutex(InMemoryState())
     private let writers = AsyncLock()
@@ -22,10 +22,11 @@ package final class InMemoryDataset: ChangeSetStore, ChangeLog, RecordStore {
         try state.withLock { try body(&$0) }
     }
 
-    /// Registers a device: its row, as `POST /devices` would create it.
+    /// Registers a device without a token: its row, as `POST /devices` would create it.
     package func addDevice(id: Int64, role: String, name: String = "device") -> Device {
-        state.withLock { $0.devices[id] = InMemoryState.DeviceRow() }
-        return Device(id: id, publicId: "device-\(id)", name: name, user: "user", role: role)
+        let device = Device(id: id, publicId: "device-\(id)", name: name, user: "user", role: role)
+        state.withLock { $0.devices[id] = InMemoryState.DeviceRow(device: device) }
+        return device
     }
 
     // MARK: ChangeSetStore
@@ -80,4 +81,69 @@ package final class InMemoryDataset: ChangeSetStore, ChangeLog, RecordStore {
     }
 
     package func didCommit(_ entry: CommittedEntry) async {}
+
+    // MARK: DeviceDirectory
+
+    package func insert(name: String, user: String, role: String, tokenHash: [UInt8]) async throws -> Device {
+        state.withLock { state in
+            let id = (state.devices.keys.max() ?? 0) + 1
+            let device = Device(id: id, publicId: "device-\(id)", name: name, user: user, role: role)
+            state.devices[id] = InMemoryState.DeviceRow(device: device, tokenHash: tokenHash)
+            return device
+        }
+    }
+
+    package func find(tokenHash: [UInt8]) async throws -> DeviceRow? {
+        state.withLock { state in
+            state.devices.values.first { $0.tokenHash == tokenHash }.map { DeviceRow(device: $0.device, revoked: $0.revoked) }
+        }
+    }
+
+    package func info(_ device: Device) async throws -> DeviceInfo {
+        guard let info = state.withLock({ Self.info($0, device.id) }) else { throw SyncRefusal.deviceGone }
+        return info
+    }
+
+    package func list() async throws -> [DeviceInfo] {
+        state.withLock { state in state.devices.keys.sorted().compactMap { Self.info(state, $0) } }
+    }
+
+    package func revoke(publicId: String) async throws -> Bool {
+        update(publicId, activeOnly: false) { $0.revoked = true } != nil
+    }
+
+    package func replaceToken(publicId: String, tokenHash: [UInt8]) async throws -> Bool {
+        update(publicId, activeOnly: true) { $0.tokenHash = tokenHash } != nil
+    }
+
+    package func setRole(publicId: String, role: String) async throws -> DeviceInfo? {
+        guard let id = update(publicId, activeOnly: true, { row in
+            row.device = Device(id: row.device.id, publicId: row.device.publicId, name: row.device.name, user: row.device.user, role: role)
+        }) else { return nil }
+        return state.withLock { Self.info($0, id) }
+    }
+
+    package func markSeen(_ ids: [Int64]) async throws {
+        state.withLock { state in
+            for id in ids { state.devices[id]?.lastSeen = true }
+        }
+    }
+
+    /// Changes the row of the device named `publicId`; its id, or nil when there is none (or none active).
+    private func update(_ publicId: String, activeOnly: Bool, _ change: (inout InMemoryState.DeviceRow) -> Void) -> Int64? {
+        state.withLock { state in
+            guard let id = state.devices.first(where: { $0.value.device.publicId == publicId && !(activeOnly && $0.value.revoked) })?.key
+            else { return nil }
+            change(&state.devices[id]!)
+            return id
+        }
+    }
+
+    private static func info(_ state: InMemoryState, _ id: Int64) -> DeviceInfo? {
+        guard let row = state.devices[id] else { return nil }
+        return DeviceInfo(
+            deviceId: row.device.publicId, name: row.device.name, user: row.device.user, role: row.device.role,
+            created: "2024-01-01T00:00:00Z", lastSeen: row.lastSeen ? "2024-01-01T00:00:00Z" : nil, lastSeq: row.lastSeq,
+            lowestTemporaryId: min(0, state.temporaryIds[id]?.keys.min() ?? 0), revoked: row.revoked ? "2024-01-01T00:00:00Z" : nil)
+    }
 }

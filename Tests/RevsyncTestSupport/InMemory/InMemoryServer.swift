@@ -11,14 +11,14 @@ package actor InMemoryServer {
     package nonisolated let schema: DatasetSchema
     package nonisolated let dataset: InMemoryDataset
     package private(set) var limits: ServerSettings.Limits
+    package nonisolated let devices: DeviceStore
     private var service: SyncService
-    private var tokens: [String: Device] = [:]
-    private var nextDevice: Int64 = 1
 
     package init(schema: DatasetSchema, limits: ServerSettings.Limits = ServerSettings.Limits()) {
         self.schema = schema
         self.limits = limits
         dataset = InMemoryDataset(schema: schema)
+        devices = DeviceStore(directory: dataset)
         service = Self.service(dataset, schema: schema, limits: limits)
     }
 
@@ -32,48 +32,37 @@ package actor InMemoryServer {
         service = Self.service(dataset, schema: schema, limits: limits)
     }
 
-    /// Registers a device with `role` under the token `token-<name>`.
-    package func register(name: String, role: String) -> (device: Device, token: String) {
-        let device = dataset.addDevice(id: nextDevice, role: role, name: name)
-        nextDevice += 1
-        let token = "token-\(name)"
-        tokens[token] = device
-        return (device, token)
+    /// Registers a device with `role`, as `POST /devices` does.
+    package func register(name: String, role: String) async throws -> (device: Device, token: String) {
+        try await devices.register(name: name, user: name, role: role)
     }
 
-    package func authenticate(_ token: String) throws(SyncRefusal) -> Device {
-        guard let device = tokens[token] else {
+    package func authenticate(_ token: String) async throws -> Device {
+        guard let device = try await devices.authenticate(token: token) else {
             throw SyncRefusal(.unauthorized, "the token is not known: register the device with POST /devices")
         }
-        if dataset.withState({ $0.devices[device.id]?.revoked ?? true }) { throw SyncRefusal.deviceRevoked }
         return device
     }
 
     package func sync(_ request: SyncRequest, token: String) async throws -> SyncResponse {
-        let device = try authenticate(token)
+        let device = try await authenticate(token)
         let body = try await service.sync(request, device: device, logger: Logger(label: "revsync.in-memory"))
         return try JSONDecoder().decode(SyncResponse.self, from: Data(body.readableBytesView))
     }
 
     /// `GET /devices/me`.
-    package func info(token: String) throws -> DeviceInfo {
-        let device = try authenticate(token)
-        let (lastSeq, lowest) = dataset.withState { state in
-            (state.devices[device.id]?.lastSeq ?? 0, min(0, state.temporaryIds[device.id]?.keys.min() ?? 0))
-        }
-        return DeviceInfo(
-            deviceId: device.publicId, name: device.name, user: device.user, role: device.role, created: "2024-01-01T00:00:00Z",
-            lastSeen: nil, lastSeq: lastSeq, lowestTemporaryId: lowest)
+    package func info(token: String) async throws -> DeviceInfo {
+        try await devices.info(try await authenticate(token))
     }
 
     /// `GET /schema`: the schema as the device's role sees it.
-    package func schemaDocument(token: String) throws -> SchemaDocument {
-        schema.document(for: try authenticate(token).role)
+    package func schemaDocument(token: String) async throws -> SchemaDocument {
+        schema.document(for: try await authenticate(token).role)
     }
 
     /// `GET /snapshot`: every record at the head, as one change set of creates.
-    package func snapshot(token: String) throws -> SyncResponse {
-        _ = try authenticate(token)
+    package func snapshot(token: String) async throws -> SyncResponse {
+        _ = try await authenticate(token)
         let (records, head) = dataset.withState { ($0.records, $0.head) }
         var changeSet = ChangeSet()
         changeSet.conflict = false

@@ -13,8 +13,11 @@ package struct InMemoryState: Sendable {
     }
 
     package struct DeviceRow: Sendable {
+        package var device: Device
+        package var tokenHash: [UInt8] = []
         package var lastSeq: Int64 = 0
         package var revoked = false
+        package var lastSeen = false
     }
 
     package struct Outcome: Sendable {

@@ -46,16 +46,7 @@ struct SnapshotStreamer: Sendable {
                     let record = try columns.decode(row)
                     if !ids.isEmpty { out.byte(UInt8(ascii: ",")) }
                     ids.append(record.id)
-                    out.byte(UInt8(ascii: "\""))
-                    out.integer(record.id)
-                    out.raw("\":{\"revision\":")
-                    out.integer(record.revision)
-                    for name in order {
-                        out.byte(UInt8(ascii: ","))
-                        out.key(name)
-                        out.value(record.values[name] ?? .null)
-                    }
-                    out.byte(UInt8(ascii: "}"))
+                    out.storedRecord(record, order: order)
                     try await flush(force: false)
                 }
                 out.raw("},\"create\":")

@@ -2,7 +2,7 @@ import Hummingbird
 import NIOCore
 
 /// `GET /health` (the process answers), `GET /ready` (PostgreSQL answers) and `GET /metrics`.
-struct OperationsController<Context: RequestContext>: Sendable {
+struct MonitoringController<Context: RequestContext>: Sendable {
     let database: Database
     let metrics: ServerMetrics
     /// When set, `/metrics` needs it as the bearer token: metrics tell more than a stranger should know.
