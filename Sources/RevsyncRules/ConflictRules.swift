@@ -55,3 +55,18 @@ public enum ConflictRules {
         return nil
     }
 }
+
+extension ConflictRules {
+    /// The rejection a constraint the database enforced stands for (a safety net under the
+    /// rules above: a foreign key, a unique value, a value the column refuses), by its SQLSTATE;
+    /// nil for a failure that rejects nothing (the request fails instead).
+    public static func enforcedByDatabase(sqlState: String, table: String?, detail: String, message: String?) -> ConflictReason? {
+        switch sqlState {
+        case "23503": ConflictReason(code: .reference, entity: table, id: nil, message: "a referenced record does not exist: \(detail)")
+        case "23505": ConflictReason(code: .invalid, entity: table, id: nil, message: "a unique value is already taken: \(detail)")
+        case let state where state.hasPrefix("22") || state.hasPrefix("23"):
+            ConflictReason(code: .invalid, entity: table, id: nil, message: "PostgreSQL refused a value: \(message ?? state)")
+        default: nil
+        }
+    }
+}

@@ -245,13 +245,8 @@ struct PostgresApplyTransaction: ApplyTransaction {
     private static func conflict(from error: any Error) -> ConflictReason? {
         if let reason = error as? ConflictReason { return reason }
         guard let error = error as? PSQLError, let state = error.sqlState else { return nil }
-        let detail = error.serverInfo?[.detail] ?? error.serverInfo?[.message] ?? ""
-        switch state {
-        case "23503": return ConflictReason(code: .reference, entity: error.serverInfo?[.tableName], id: nil, message: "a referenced record does not exist: \(detail)")
-        case "23505": return ConflictReason(code: .invalid, entity: error.serverInfo?[.tableName], id: nil, message: "a unique value is already taken: \(detail)")
-        case let state where state.hasPrefix("22") || state.hasPrefix("23"):
-            return ConflictReason(code: .invalid, entity: error.serverInfo?[.tableName], id: nil, message: "PostgreSQL refused a value: \(error.serverInfo?[.message] ?? state)")
-        default: return nil
-        }
+        return ConflictRules.enforcedByDatabase(
+            sqlState: state, table: error.serverInfo?[.tableName], detail: error.serverInfo?[.detail] ?? error.serverInfo?[.message] ?? "",
+            message: error.serverInfo?[.message])
     }
 }
