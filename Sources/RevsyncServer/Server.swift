@@ -55,7 +55,7 @@ public struct Server: Sendable {
             changeLog = postgresLog
         }
         var changeSets = PostgresChangeSetStore(database: database, schema: schema)
-        changeSets.delayBeforeRevision = applyDelay
+        changeSets.delayAfterStamp = applyDelay
         sync = SyncController(
             authenticator: Authenticator(devices: devices), bodyReader: RequestBodyReader(limits: settings.limits),
             service: SyncService(

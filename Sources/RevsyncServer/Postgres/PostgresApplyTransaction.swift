@@ -151,8 +151,10 @@ struct PostgresApplyTransaction: ApplyTransaction {
         if let seq = plan.seq {
             try await connection.run("UPDATE revsync_devices SET last_seq = \(seq) WHERE id = \(device.id)", logger)
         }
+        let entry = try await stamp(plan, digest: digest, device: device)
+        // Between the stamp and COMMIT, where a writer that let a later revision commit first would show.
         if let delay { await delay() }
-        return try await stamp(plan, digest: digest, device: device)
+        return entry
     }
 
     func recordRejection(_ reason: ConflictReason, seq: Int64, digest: [UInt8], device: Device) async throws {

@@ -9,8 +9,8 @@ import RevsyncWire
 struct PostgresChangeSetStore: ChangeSetStore {
     let database: Database
     let schema: DatasetSchema
-    /// A pause inside each transaction between the writes and the revision stamp (tests widen the window with it).
-    var delayBeforeRevision: ApplyDelay? = nil
+    /// A pause after each change set's revision stamp, before its COMMIT (tests widen the window with it).
+    var delayAfterStamp: ApplyDelay? = nil
 
     /// SQLSTATEs that mean "run the whole transaction again".
     private static let retryableStates: Set<String> = ["40001", "40P01"]
@@ -23,7 +23,7 @@ struct PostgresChangeSetStore: ChangeSetStore {
     }
 
     func transaction<T: Sendable>(_ body: @escaping @Sendable (any ApplyTransaction) async throws -> T) async throws -> T {
-        let schema = self.schema, logger = database.logger, delay = delayBeforeRevision
+        let schema = self.schema, logger = database.logger, delay = delayAfterStamp
         var attempt = 0
         while true {
             attempt += 1

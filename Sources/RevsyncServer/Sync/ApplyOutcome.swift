@@ -21,8 +21,8 @@ enum ApplyOutcome: Sendable {
     }
 }
 
-/// A pause inside each change set's transaction, just before the revision lock:
-/// tests use it to widen the window in which concurrent writers overlap.
+/// A pause inside each change set's transaction, after it took its revision and before it
+/// commits: tests use it to widen the window in which concurrent writers overlap.
 public typealias ApplyDelay = @Sendable () async -> Void
 
 /// A committed change set's log entry, as PostgreSQL stored it.

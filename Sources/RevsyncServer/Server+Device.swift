@@ -1,4 +1,3 @@
-
 extension Server {
     /// The device holding `token`, for callers that run the server's work without HTTP (the benchmark).
     public func device(_ token: String) async throws -> Device {
