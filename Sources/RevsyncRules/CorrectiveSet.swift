@@ -51,16 +51,21 @@ public struct CorrectiveSet: Sendable {
         var note = reason
         note.message += "; the repair is larger than \(limit) bytes, so it is not sent: drop this change set and bootstrap again from GET /snapshot"
         var out = JSONWriter(capacity: 256)
+        writeHead(&out, seq: seq, resync: true, reason: note)
+        out.raw(",\"types\":[]}")
+        return out.bytes
+    }
+
+    /// `{"conflict":true,"seq":…,["resync":true,]"reason":{…}`: what every corrective set begins with.
+    static func writeHead(_ out: inout JSONWriter, seq: Int64?, resync: Bool, reason: ConflictReason) {
         out.raw("{\"conflict\":true")
         if let seq {
             out.raw(",\"seq\":")
             out.integer(seq)
         }
-        out.raw(",\"resync\":true")
+        if resync { out.raw(",\"resync\":true") }
         out.raw(",\"reason\":")
-        writeReason(&out, note)
-        out.raw(",\"types\":[]}")
-        return out.bytes
+        writeReason(&out, reason)
     }
 
     static func writeReason(_ out: inout JSONWriter, _ reason: ConflictReason) {
@@ -79,17 +84,10 @@ public struct CorrectiveSet: Sendable {
         out.byte(UInt8(ascii: "}"))
     }
 
-
     /// The corrective change set's JSON. Without a schema, attributes are written in name order.
     public func encoded(schema: DatasetSchema?) -> [UInt8] {
         var out = JSONWriter(capacity: 512)
-        out.raw("{\"conflict\":true")
-        if let seq {
-            out.raw(",\"seq\":")
-            out.integer(seq)
-        }
-        out.raw(",\"reason\":")
-        Self.writeReason(&out, reason)
+        Self.writeHead(&out, seq: seq, resync: false, reason: reason)
         out.raw(",\"types\":")
         out.stringArray(types)
         for entity in types {
