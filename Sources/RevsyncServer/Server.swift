@@ -36,7 +36,8 @@ public struct Server: Sendable {
         self.settings = settings
         self.schema = try SchemaLoader.load(data: schemaData, file: settings.schemaPath)
         self.logger = logger
-        let configuration = try DatabaseURL.configuration(settings.databaseURL, connections: settings.databaseConnections)
+        let configuration = try DatabaseURL.configuration(
+            settings.databaseURL, connections: settings.databaseConnections, statementTimeout: settings.databaseTimeout)
         postgres = PostgresClient(configuration: configuration, backgroundLogger: logger)
         database = Database(client: postgres, logger: logger, timeout: settings.databaseTimeout)
         metrics = ServerMetrics(entities: Set(schema.entities.map(\.name)))
@@ -60,7 +61,8 @@ public struct Server: Sendable {
             authenticator: Authenticator(devices: devices), bodyReader: RequestBodyReader(limits: settings.limits),
             service: SyncService(
                 changeSets: changeSets, changeLog: changeLog, records: PostgresRecordStore(database: database, schema: schema),
-                schema: schema, limits: settings.limits, metrics: metrics),
+                schema: schema, limits: settings.limits, metrics: metrics,
+                commitBatchSize: settings.commitBatchSize, commitBatchWait: settings.commitBatchWait),
             perDevice: DeviceRequestCount(limit: settings.maxRequestsPerDevice))
         var pruner = LogPruner(database: database, retention: settings.logRetention, interval: settings.pruneInterval)
         if let cache = self.cache {

@@ -21,6 +21,10 @@ struct Bench {
     let entryBytes: Int
     let logger: Logger
     static let adminToken = "bench-admin-token"
+    /// Concurrency levels of the write measurement: devices, each with its own connection and seq.
+    static let writeDevices = [1, 8, 32, 128]
+    /// Change sets per commit of the SQL-only floor: 1 is one commit per change set.
+    static let floorBatches = [1, 32, 128]
 
     init(databaseURL: String, redisURL: String, revisions: Int64, entryBytes: Int, logger: Logger) async throws {
         guard var components = URLComponents(string: databaseURL) else { throw SettingsError("bad database URL \(databaseURL)") }
@@ -53,30 +57,44 @@ struct Bench {
         return settings
     }
 
-    func run(writeSeconds: Int) async throws -> BenchReport {
+    /// - Parameter writesOnly: skips the catch-up part (no log is loaded): writes and their floor only.
+    func run(writeSeconds: Int, writesOnly: Bool) async throws -> BenchReport {
+        let durability = try await SQL.durability(on: benchURL, logger: logger)
         let cachedPort = try FreePort.kernelChosenPort(), plainPort = try FreePort.kernelChosenPort()
         let cached = try Server(settings: settings(cache: true, port: cachedPort), logger: logger)
         let plain = try Server(settings: settings(cache: false, port: plainPort), logger: logger)
         var clientConfiguration = HTTPClient.Configuration()
         clientConfiguration.decompression = .disabled
+        // A connection for every writing device: the pool keeps 8 per host by default, and the devices
+        // beyond them would queue inside the bench for a connection, not at the server.
+        clientConfiguration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = Self.writeDevices.max() ?? 1
         let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
         let redis = try RedisClient(configuration: try RedisConfiguration(url: redisURL), logger: logger)
         let cachedApp = cached.buildApplication(), plainApp = plain.buildApplication(migrate: false)
-        let report = try await withRunning(cachedApp) {
+        let (catchUp, writes) = try await withRunning(cachedApp) {
             try await BenchClient(http: http, port: cachedPort).waitUntilHealthy()
             return try await withRunning(plainApp) {
                 try await BenchClient(http: http, port: plainPort).waitUntilHealthy()
-                return try await measureAll(cached: cached, plain: plain, http: http, ports: (cachedPort, plainPort), redis: redis, writeSeconds: writeSeconds)
+                var catchUp: [CatchUpRow] = []
+                if !writesOnly {
+                    catchUp = try await measureCatchUp(cached: cached, plain: plain, http: http, ports: (cachedPort, plainPort), redis: redis)
+                }
+                return (catchUp, try await measureWrites(seconds: writeSeconds, client: BenchClient(http: http, port: cachedPort)))
             }
         }
         await redis.shutdown()
         try await http.shutdown()
-        return report
+        // Once the servers have stopped, so that only PostgreSQL shares the cores with the floor.
+        let floor = try await WriteFloor(url: benchURL, schema: cached.schema, logger: logger)
+            .measure(perCommit: Self.floorBatches, seconds: writeSeconds)
+        return BenchReport(
+            machine: Machine.describe(), date: ISO8601DateFormatter().string(from: Date()),
+            revisions: writesOnly ? 0 : revisions, entryBytes: entryBytes, durability: durability,
+            catchUp: catchUp, writes: writes, floor: floor)
     }
 
-    private func measureAll(
-        cached: Server, plain: Server, http: HTTPClient, ports: (Int, Int), redis: RedisClient, writeSeconds: Int
-    ) async throws -> BenchReport {
+    /// Loads the log, warms the cache and measures the three catch-up paths at each lag.
+    private func measureCatchUp(cached: Server, plain: Server, http: HTTPClient, ports: (Int, Int), redis: RedisClient) async throws -> [CatchUpRow] {
         let client = BenchClient(http: http, port: ports.0), plainClient = BenchClient(http: http, port: ports.1)
         let loader = try await client.register("loader", role: "admin", adminToken: Self.adminToken)
         let reader = try await client.register("reader", role: "viewer", adminToken: Self.adminToken)
@@ -123,15 +141,17 @@ struct Bench {
                 postgresServer: Latencies(postgresServer), postgresClient: Latencies(postgresClient), floor: Latencies(floor),
                 redisServerIdentity: Latencies(redisIdentity), postgresServerIdentity: Latencies(postgresIdentity)))
         }
+        return rows
+    }
 
+    /// One row per concurrency level, through the cached server.
+    private func measureWrites(seconds: Int, client: BenchClient) async throws -> [WriteRow] {
         var writes: [WriteRow] = []
-        for devices in [1, 8, 32] {
-            print("writes with \(devices) devices for \(writeSeconds) s …")
-            writes.append(try await measureWrites(devices: devices, seconds: writeSeconds, client: client))
+        for devices in Self.writeDevices {
+            print("writes with \(devices) devices for \(seconds) s …")
+            writes.append(try await measureWrites(devices: devices, seconds: seconds, client: client))
         }
-        return BenchReport(
-            machine: Machine.describe(), date: ISO8601DateFormatter().string(from: Date()),
-            revisions: revisions, entryBytes: entryBytes, catchUp: rows, writes: writes)
+        return writes
     }
 
     /// A synthetic log: every revision a ~`entryBytes` change set creating one note, written in one statement.
@@ -174,8 +194,8 @@ struct Bench {
         var tokens: [String] = []
         for index in 0..<devices { tokens.append(try await client.register("writer-\(devices)-\(index)", role: "member", adminToken: Self.adminToken)) }
         let start = try await client.head(token: tokens[0])
-        let deadline = ContinuousClock.now + .seconds(seconds)
         let clock = ContinuousClock()
+        let began = clock.now, deadline = began + .seconds(seconds)
         let samples = try await withThrowingTaskGroup(of: [Duration].self) { group in
             for token in tokens {
                 group.addTask {
@@ -197,6 +217,8 @@ struct Bench {
             }
             return try await group.reduce(into: []) { $0 += $1 }
         }
-        return WriteRow(devices: devices, changeSets: samples.count, seconds: Double(seconds), latency: Latencies(samples))
+        // Until the last device's last answer: the requests in flight at the deadline count, and so does their time.
+        let elapsed = clock.now - began
+        return WriteRow(devices: devices, changeSets: samples.count, seconds: elapsed.inSeconds, latency: Latencies(samples))
     }
 }

@@ -6,11 +6,12 @@ import Logging
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "revsync-bench",
-        abstract: "Catch-up latency (Redis path, PostgreSQL only, raw floor) and write throughput, side by side in one run.")
+        abstract: "Catch-up latency (Redis path, PostgreSQL only, raw floor) and write throughput against its SQL-only floor, side by side in one run.")
 
     @Option(help: "Revisions in the log.") var revisions = 100_000
     @Option(help: "Approximate bytes of each change set.") var entryBytes = 1_000
-    @Option(help: "Seconds of writing per concurrency level.") var writeSeconds = 10
+    @Option(help: "Seconds of writing per concurrency level, and per batch size of the floor.") var writeSeconds = 10
+    @Flag(help: "Skip the catch-up part (no log is loaded): only the writes and their floor.") var writesOnly = false
     @Option(help: "Where to write the JSON report.") var output = "reports/bench.json"
     @Option(help: "PostgreSQL server URL (a database named revsync_bench is created there).")
     var databaseURL = ProcessInfo.processInfo.environment["REVSYNC_DATABASE_URL"] ?? "postgres://revsync@127.0.0.1:54329/revsync"
@@ -22,7 +23,7 @@ struct BenchCommand: AsyncParsableCommand {
         logger.logLevel = .warning
         let bench = try await Bench(
             databaseURL: databaseURL, redisURL: redisURL, revisions: Int64(revisions), entryBytes: entryBytes, logger: logger)
-        let report = try await bench.run(writeSeconds: writeSeconds)
+        let report = try await bench.run(writeSeconds: writeSeconds, writesOnly: writesOnly)
         print(report.table())
         try report.write(to: output)
         print("JSON report: \(output)")

@@ -32,6 +32,8 @@ extension Duration {
         let (seconds, attoseconds) = components
         return seconds * 1_000_000 + attoseconds / 1_000_000_000_000
     }
+
+    var inSeconds: Double { Double(microseconds) / 1_000_000 }
 }
 
 /// Times `body` `count` times.

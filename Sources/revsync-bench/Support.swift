@@ -41,6 +41,18 @@ enum SQL {
             return try rows.first?.decode(String.self) ?? ""
         }
     }
+
+    /// `fsync=on, synchronous_commit=on` as a new session on `url` sees them. Either off would
+    /// make every write figure, the floor's included, a measure of something no deployment runs.
+    static func durability(on url: String, logger: Logger) async throws -> String {
+        var settings: [String] = []
+        for name in ["fsync", "synchronous_commit"] {
+            let setting = try await value(on: url, "SHOW \(name)", logger: logger)
+            guard setting != "off" else { throw BenchError("\(name) is off on \(url): the bench measures durable writes") }
+            settings.append("\(name)=\(setting)")
+        }
+        return settings.joined(separator: ", ")
+    }
 }
 
 /// What the figures were measured on.

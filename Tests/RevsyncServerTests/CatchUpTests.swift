@@ -50,4 +50,24 @@ import Testing
             #expect(page.changeSets.compactMap(\.revision) == [4, 5])
         }
     }
+
+    @Test func pruningDeletesInBoundedBatchesWithoutWaitingForTheRevisionLock() async throws {
+        try await withTestServer(configure: { $0.logRetention = 2 }) { harness in
+            let writer = try await harness.register("member", name: "writer")
+            _ = try await harness.sync(writer, from: 0, Self.notes(25))
+            var pruner = harness.server.pruner
+            pruner.batch = 4
+            let logger = harness.server.database.logger
+            // A writer holding the revision lock (the head row) does not hold the pruner up.
+            let horizon = try await harness.server.postgres.withConnection { connection in
+                try await connection.inTransaction("READ COMMITTED", logger) { locked in
+                    try await locked.run("SELECT head FROM revsync_head FOR UPDATE", logger)
+                    return try await pruner.pruneOnce()
+                }
+            }
+            #expect(horizon == 23)
+            let left = try await harness.rows("SELECT min(revision), count(*)::int FROM revsync_log").first?.decode((Int64, Int).self)
+            #expect(left?.0 == 24 && left?.1 == 2)
+        }
+    }
 }

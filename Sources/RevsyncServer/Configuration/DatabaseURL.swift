@@ -4,7 +4,9 @@ import PostgresNIO
 /// Turns `postgres://user[:password]@host[:port]/database[?sslmode=…]` into a client configuration.
 // `package`: the simulator's verdict connects with the same URL rules as the server.
 package enum DatabaseURL {
-    package static func configuration(_ text: String, connections: Int) throws -> PostgresClient.Configuration {
+    /// - Parameter statementTimeout: PostgreSQL's own `statement_timeout` and `lock_timeout`
+    ///   on every connection; nil leaves the server's defaults.
+    package static func configuration(_ text: String, connections: Int, statementTimeout: Duration? = nil) throws -> PostgresClient.Configuration {
         guard let components = URLComponents(string: text), ["postgres", "postgresql"].contains(components.scheme ?? ""),
             let host = components.host, !host.isEmpty
         else {
@@ -27,6 +29,13 @@ package enum DatabaseURL {
         configuration.options.connectTimeout = .seconds(3)
         // Timestamps are read and written in UTC regardless of the server's setting.
         configuration.options.additionalStartupParameters = [("TimeZone", "UTC")]
+        if let statementTimeout {
+            // PostgreSQL cancels a statement (or a wait for a lock) that runs too long, and the
+            // transaction rolls back: unlike a timer in the server, it cannot leave a COMMIT
+            // that went through behind an error. Streaming reads and migrations lift it.
+            let milliseconds = "\(statementTimeout.components.seconds * 1000 + statementTimeout.components.attoseconds / 1_000_000_000_000_000)"
+            configuration.options.additionalStartupParameters += [("statement_timeout", milliseconds), ("lock_timeout", milliseconds)]
+        }
         return configuration
     }
 }

@@ -28,6 +28,12 @@ public struct ServerSettings: Sendable {
     /// How long a request waits for PostgreSQL before answering 503.
     public var databaseTimeout: Duration = .seconds(10)
     public var databaseConnections = 20
+    /// Change sets of concurrent requests applied in one transaction (group commit), at most 64:
+    /// a batch PostgreSQL refuses is run again with a savepoint per change set, and past 64
+    /// subtransactions PostgreSQL's per-backend cache overflows and every backend slows down.
+    public var commitBatchSize = 64
+    /// How long the request leading a batch waits for others to join it; 0 takes what is queued.
+    public var commitBatchWait: Duration = .zero
     /// Redis for the catch-up cache; nil serves catch-up from PostgreSQL alone.
     public var redisURL: String? = "redis://127.0.0.1:63799"
     /// First part of every cache key (the database's instance id follows).
@@ -111,6 +117,8 @@ public struct ServerSettings: Sendable {
         if let n = try integer("REVSYNC_PRUNE_INTERVAL_SECONDS") { settings.pruneInterval = .seconds(max(1, n)) }
         if let n = try integer("REVSYNC_DB_TIMEOUT_SECONDS") { settings.databaseTimeout = .seconds(max(1, n)) }
         if let n = try integer("REVSYNC_DB_CONNECTIONS") { settings.databaseConnections = max(2, n) }
+        if let n = try integer("REVSYNC_COMMIT_BATCH_SIZE") { settings.commitBatchSize = min(64, max(1, n)) }
+        if let n = try integer("REVSYNC_COMMIT_WAIT_MS") { settings.commitBatchWait = .milliseconds(max(0, n)) }
         if let url = value("REVSYNC_REDIS_URL") { settings.redisURL = url == "off" ? nil : url }
         if let prefix = value("REVSYNC_CACHE_PREFIX") { settings.cachePrefix = prefix }
         if let n = try integer("REVSYNC_CACHE_WINDOW") { settings.cacheWindow = Int64(max(1, n)) }

@@ -92,5 +92,17 @@ enum CoreMigrations {
             "ALTER TABLE revsync_devices ADD COLUMN revoked_at timestamptz",
             "ALTER TABLE revsync_devices ADD COLUMN last_seen_at timestamptz",
         ]),
+        // The horizon gets a row of its own: moving it must never wait for (or hold up) the
+        // revision lock on the head row, which every commit takes.
+        Migration(version: 5, name: "horizon apart from the head", statements: [
+            """
+            CREATE TABLE revsync_horizon (
+                singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+                horizon bigint NOT NULL
+            )
+            """,
+            "INSERT INTO revsync_horizon (singleton, horizon) SELECT true, horizon FROM revsync_head",
+            "ALTER TABLE revsync_head DROP COLUMN horizon",
+        ]),
     ]
 }

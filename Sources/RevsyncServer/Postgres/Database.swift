@@ -21,15 +21,28 @@ public struct Database: Sendable {
         self.timeout = timeout
     }
 
-    /// Runs `body` on one connection; PostgreSQL being unreachable or too slow becomes 503.
-    /// `unlimited`: no time limit, for streaming to a client at its own pace.
+    /// Runs `body` on one connection. Waiting longer than the timeout for a connection, or
+    /// PostgreSQL being unreachable, becomes 503. Once `body` has its connection, PostgreSQL's
+    /// own `statement_timeout` and `lock_timeout` bound it (set on every connection): a timer
+    /// here could answer 503 for a COMMIT that went through.
+    /// `unlimited`: no limit on waiting for a connection either.
     func withConnection<T: Sendable>(
         unlimited: Bool = false, _ body: @Sendable @escaping (PostgresConnection) async throws -> T
     ) async throws -> T {
         let client = self.client
         leases.increment()
-        return try await withDeadline(unlimited ? nil : timeout) {
-            try await client.withConnection(body)
+        do {
+            guard !unlimited else { return try await client.withConnection(body) }
+            return try await Self.leaseWithin(timeout) { leased in
+                try await client.withConnection { connection in
+                    leased.set()
+                    return try await body(connection)
+                }
+            }
+        } catch let error as PSQLError where error.isConnectionFailure {
+            throw StoreError.unavailable("PostgreSQL is unreachable: \(error.code)")
+        } catch let error as PSQLError where error.sqlState == "57014" || error.sqlState == "55P03" {
+            throw StoreError.unavailable("PostgreSQL did not finish within \(timeout): \(error.serverInfo?[.message] ?? "timeout")")
         }
     }
 
@@ -51,33 +64,56 @@ public struct Database: Sendable {
         leases.increment()
         do {
             return try await client.withConnection { connection in
-                try await connection.inTransaction(isolation, logger, body)
+                try await connection.inTransaction(isolation, logger) { connection in
+                    // A client reads at its own pace: no statement time limit here.
+                    try await connection.run("SET LOCAL statement_timeout = 0", logger)
+                    return try await body(connection)
+                }
             }
         } catch let error as PSQLError where error.isConnectionFailure {
             throw StoreError.unavailable("PostgreSQL is unreachable: \(error.code)")
         }
     }
 
-    /// Races `body` against a deadline; a timeout or a lost connection becomes `StoreError.unavailable`.
-    private func withDeadline<T: Sendable>(_ limit: Duration?, _ body: @Sendable @escaping () async throws -> T) async throws -> T {
-        do {
-            guard let limit else { return try await body() }
-            return try await withThrowingTaskGroup(of: T?.self) { group in
-                group.addTask { try await body() }
-                group.addTask {
-                    try await Task.sleep(for: limit)
-                    return nil
-                }
-                defer { group.cancelAll() }
-                guard let first = try await group.next(), let result = first else {
-                    throw StoreError.unavailable("PostgreSQL did not answer within \(limit)")
-                }
-                return result
+    /// Runs `body`, giving up when it has not leased a connection within `limit`. Once it has,
+    /// it runs to its end: its result, or its error, is the answer.
+    private static func leaseWithin<T: Sendable>(
+        _ limit: Duration, _ body: @Sendable @escaping (LeaseFlag) async throws -> T
+    ) async throws -> T {
+        let leased = LeaseFlag()
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await body(leased) }
+            group.addTask {
+                try await Task.sleep(for: limit)
+                return nil
             }
-        } catch let error as PSQLError where error.isConnectionFailure {
-            throw StoreError.unavailable("PostgreSQL is unreachable: \(error.code)")
+            while let next = try await group.next() {
+                if let result = next {
+                    group.cancelAll()
+                    return result
+                }
+                // The deadline: it counts only while no connection was leased.
+                guard !leased.isSet else { continue }
+                group.cancelAll()
+                // Cancelled before it began, `body` ends with an error; had it leased and
+                // finished meanwhile, its result still stands.
+                do {
+                    if let late = try await group.next(), let result = late { return result }
+                } catch {}
+                throw StoreError.unavailable("no PostgreSQL connection became free within \(limit)")
+            }
+            throw StoreError.unavailable("no PostgreSQL connection became free within \(limit)")
         }
     }
+}
+
+/// Whether a request got its connection (set once, from the connection's task).
+final class LeaseFlag: Sendable {
+    private let value = Atomic<Bool>(false)
+
+    func set() { value.store(true, ordering: .releasing) }
+
+    var isSet: Bool { value.load(ordering: .acquiring) }
 }
 
 // Public: the simulator's verdict, the bench and the tests run their SQL through these too.

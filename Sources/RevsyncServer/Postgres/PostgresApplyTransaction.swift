@@ -52,19 +52,41 @@ struct PostgresApplyTransaction: ApplyTransaction {
 
     // MARK: Locks and facts
 
-    /// With a seq, the lock serialises the device's change sets (`FOR NO KEY UPDATE`, which
-    /// the log's foreign key check does not wait for); without one a shared lock is
-    /// enough. Either way a revocation, which updates the row, waits for the change set,
-    /// and a change set that comes after it sees the revocation.
-    func lockDevice(_ device: Device, forSeq: Bool) async throws -> DeviceLock? {
+    /// One batch's devices, in id order. `FOR NO KEY UPDATE` serialises a device's change
+    /// sets across batches and instances, and the log's foreign key check (a `KEY SHARE`
+    /// lock) does not wait for it. A revocation, which updates the row, waits for the batch,
+    /// and a batch that comes after it sees the revocation.
+    func lockDevices(_ ids: [Int64]) async throws -> [Int64: DeviceLock] {
         let rows = try await connection.rows(
-            forSeq
-                ? "SELECT last_seq, revoked_at IS NOT NULL FROM revsync_devices WHERE id = \(device.id) FOR NO KEY UPDATE"
-                : "SELECT last_seq, revoked_at IS NOT NULL FROM revsync_devices WHERE id = \(device.id) FOR SHARE",
-            logger)
-        guard let row = rows.first else { return nil }
-        let (last, revoked) = try row.decode((Int64, Bool).self)
-        return DeviceLock(lastSeq: last, revoked: revoked)
+            "SELECT id, last_seq, revoked_at IS NOT NULL FROM revsync_devices WHERE id = ANY(\(ids)) ORDER BY id FOR NO KEY UPDATE", logger)
+        var locks: [Int64: DeviceLock] = [:]
+        for row in rows {
+            let (id, last, revoked) = try row.decode((Int64, Int64, Bool).self)
+            locks[id] = DeviceLock(lastSeq: last, revoked: revoked)
+        }
+        return locks
+    }
+
+    func mappings(_ wanted: [Int64: Set<Int64>]) async throws -> [Int64: [Int64: TemporaryIdMapping]] {
+        var devices: [Int64] = [], temporary: [Int64] = []
+        for (device, ids) in wanted {
+            for id in ids {
+                devices.append(device)
+                temporary.append(id)
+            }
+        }
+        guard !devices.isEmpty else { return [:] }
+        let rows = try await connection.rows(
+            """
+            SELECT t.device_id, t.temp_id, t.entity, t.id FROM unnest(\(devices)::bigint[], \(temporary)::bigint[]) AS u(device_id, temp_id)
+            JOIN revsync_temp_ids AS t USING (device_id, temp_id)
+            """, logger)
+        var known: [Int64: [Int64: TemporaryIdMapping]] = [:]
+        for row in rows {
+            let (device, temporaryId, entity, id) = try row.decode((Int64, Int64, String, Int64).self)
+            known[device, default: [:]][temporaryId] = TemporaryIdMapping(entity: entity, id: id)
+        }
+        return known
     }
 
     func storedOutcome(seq: Int64, device: Device) async throws -> StoredOutcome? {
@@ -122,125 +144,210 @@ struct PostgresApplyTransaction: ApplyTransaction {
         }
     }
 
-    func allocateIds(_ entity: String, count: Int) async throws -> [Int64] {
+    func allocateIds(_ counts: [String: Int]) async throws -> [String: [Int64]] {
+        let wanted = counts.filter { $0.value > 0 }.sorted { $0.key < $1.key }
+        guard !wanted.isEmpty else { return [:] }
+        let entities = wanted.map(\.key), numbers = wanted.map { Int64($0.value) }
         let rows = try await connection.rows(
-            "SELECT nextval(pg_get_serial_sequence(\(SQLIdentifier.quoted(entity)), 'id')) FROM generate_series(1, \(count))", logger)
-        return try rows.map { try $0.decode(Int64.self) }.sorted()
+            """
+            SELECT u.entity, nextval(pg_get_serial_sequence(quote_ident(u.entity), 'id'))
+            FROM unnest(\(entities)::text[], \(numbers)::bigint[]) AS u(entity, n), generate_series(1, u.n)
+            """, logger)
+        var ids: [String: [Int64]] = [:]
+        for row in rows {
+            let (entity, id) = try row.decode((String, Int64).self)
+            ids[entity, default: []].append(id)
+        }
+        return ids.mapValues { $0.sorted() }
     }
 
     // MARK: Writes
 
-    func write(_ plan: WritePlan, digest: [UInt8], device: Device) async throws -> CommittedEntry {
-        // The rules decided the conflicts; the savepoint only catches what PostgreSQL enforces on top.
-        try await connection.run("SAVEPOINT change_set", logger)
+    func writeRecords(_ writes: [PlannedWrite]) async throws {
         do {
-            for insert in plan.inserts { try await self.insert(insert, device: device) }
-            for update in plan.updates { try await self.update(update) }
-            for delete in plan.deletes {
-                try await connection.run("DELETE FROM \(unescaped: SQLIdentifier.quoted(delete.entity)) WHERE id = ANY(\(delete.ids))", logger)
+            // One statement per entity and kind for the whole batch: the rules made sure no two
+            // change sets of it write the same record.
+            var inserts: [String: (names: [String], records: [RecordWrite])] = [:], insertOrder: [String] = []
+            var updates: [String: (entity: String, names: [String], records: [RecordWrite])] = [:]
+            var deletes: [String: [Int64]] = [:]
+            for write in writes {
+                for insert in write.plan.inserts {
+                    if inserts[insert.entity] == nil { insertOrder.append(insert.entity) }
+                    inserts[insert.entity, default: (insert.names, [])].records += insert.records
+                }
+                for update in write.plan.updates {
+                    let key = update.entity + "\u{0}" + update.names.joined(separator: ",")
+                    updates[key, default: (update.entity, update.names, [])].records += update.records
+                }
+                for delete in write.plan.deletes { deletes[delete.entity, default: []] += delete.ids }
             }
-            try await remember(plan.createdIds, seq: plan.seq, device: device)
-            // Foreign keys are deferred so creates may come in any order; check them now,
-            // before the revision lock, so a violation rejects this change set alone.
+            for entity in insertOrder {
+                guard let insert = inserts[entity] else { continue }
+                try await self.insert(entity, names: insert.names, records: insert.records)
+            }
+            for key in updates.keys.sorted() {
+                guard let update = updates[key] else { continue }
+                try await self.update(update.entity, names: update.names, records: update.records)
+            }
+            for (entity, ids) in deletes.sorted(by: { $0.key < $1.key }) {
+                try await connection.run("DELETE FROM \(unescaped: SQLIdentifier.quoted(entity)) WHERE id = ANY(\(ids))", logger)
+            }
+            try await remember(writes)
+            // Foreign keys are deferred so creates may come in any order; check them now, before
+            // the revision lock, and defer them again for whatever this transaction writes next.
             try await connection.run("SET CONSTRAINTS ALL IMMEDIATE", logger)
+            try await connection.run("SET CONSTRAINTS ALL DEFERRED", logger)
         } catch {
             guard let reason = Self.conflict(from: error) else { throw error }
-            try await connection.run("ROLLBACK TO SAVEPOINT change_set", logger)
             throw reason
         }
-        if let seq = plan.seq {
-            try await connection.run("UPDATE revsync_devices SET last_seq = \(seq) WHERE id = \(device.id)", logger)
+    }
+
+    func writeLedger(rejections: [PlannedRejection], lastSeqs: [Int64: Int64]) async throws {
+        if !rejections.isEmpty {
+            let encoder = JSONEncoder()
+            let devices = rejections.map(\.device.id), seqs = rejections.map(\.seq)
+            let reasons = try rejections.map { String(decoding: try encoder.encode($0.reason), as: UTF8.self) }
+            let digests = rejections.map { Self.hex($0.digest) }
+            // The change set itself is not kept: a retry must carry the same content (its digest), so the
+            // retry's own copy serves for the fresh corrective set. head_at lets the pruner drop it with the log.
+            try await connection.run(
+                """
+                INSERT INTO revsync_outcomes (device_id, seq, reason, digest, head_at)
+                SELECT u.device_id, u.seq, u.reason, decode(u.digest, 'hex'), (SELECT head FROM revsync_head)
+                FROM unnest(\(devices)::bigint[], \(seqs)::bigint[], \(reasons)::text[], \(digests)::text[]) AS u(device_id, seq, reason, digest)
+                """, logger)
         }
-        let entry = try await stamp(plan, digest: digest, device: device)
-        // Between the stamp and COMMIT, where a writer that let a later revision commit first would show.
-        if let delay { await delay() }
-        return entry
-    }
-
-    func recordRejection(_ reason: ConflictReason, seq: Int64, digest: [UInt8], device: Device) async throws {
-        let reasonText = String(decoding: try JSONEncoder().encode(reason), as: UTF8.self)
-        let digestBytes = ByteBuffer(bytes: digest)
-        // The change set itself is not kept: a retry must carry the same content (its digest), so the
-        // retry's own copy serves for the fresh corrective set. head_at lets the pruner drop it with the log.
+        guard !lastSeqs.isEmpty else { return }
+        let devices = Array(lastSeqs.keys), seqs = devices.map { lastSeqs[$0] ?? 0 }
         try await connection.run(
             """
-            INSERT INTO revsync_outcomes (device_id, seq, reason, digest, head_at)
-            SELECT \(device.id), \(seq), \(reasonText), \(digestBytes), head FROM revsync_head
+            UPDATE revsync_devices AS d SET last_seq = u.seq FROM unnest(\(devices)::bigint[], \(seqs)::bigint[]) AS u(id, seq)
+            WHERE d.id = u.id
             """, logger)
-        try await connection.run("UPDATE revsync_devices SET last_seq = \(seq) WHERE id = \(device.id)", logger)
     }
 
-    private func insert(_ write: AttributeWrite, device: Device) async throws {
-        guard let definition = schema.entity(named: write.entity), !write.records.isEmpty else { return }
-        let recordset = RecordsetJSON(definition, names: write.names)
-        let columns = write.names.map(SQLIdentifier.quoted).joined(separator: ", ")
-        let values = write.names.map { "r." + SQLIdentifier.quoted($0) }.joined(separator: ", ")
+    private func insert(_ entity: String, names: [String], records: [RecordWrite]) async throws {
+        guard let definition = schema.entity(named: entity), !records.isEmpty else { return }
+        let recordset = RecordsetJSON(definition, names: names)
+        let columns = names.map(SQLIdentifier.quoted).joined(separator: ", ")
+        let values = names.map { "r." + SQLIdentifier.quoted($0) }.joined(separator: ", ")
         try await connection.run(
             """
-            INSERT INTO \(unescaped: SQLIdentifier.quoted(write.entity)) (id, revision, rs_writer, rs_other_revision, \(unescaped: columns))
+            INSERT INTO \(unescaped: SQLIdentifier.quoted(entity)) (id, revision, rs_writer, rs_other_revision, \(unescaped: columns))
             SELECT r.id, 0, r.rs_writer, r.rs_other_revision, \(unescaped: values)
-            FROM jsonb_to_recordset(\(recordset.json(write.records))::jsonb) AS r(\(unescaped: recordset.columnDefinitions))
+            FROM jsonb_to_recordset(\(recordset.json(records))::jsonb) AS r(\(unescaped: recordset.columnDefinitions))
             """, logger)
     }
 
     /// Sets the attributes and the write history the rules worked out.
-    private func update(_ write: AttributeWrite) async throws {
-        guard let definition = schema.entity(named: write.entity), !write.records.isEmpty else { return }
-        let recordset = RecordsetJSON(definition, names: write.names)
-        let assignments = (write.names.map { "\(SQLIdentifier.quoted($0)) = r.\(SQLIdentifier.quoted($0))" } + [
+    private func update(_ entity: String, names: [String], records: [RecordWrite]) async throws {
+        guard let definition = schema.entity(named: entity), !records.isEmpty else { return }
+        let recordset = RecordsetJSON(definition, names: names)
+        let assignments = (names.map { "\(SQLIdentifier.quoted($0)) = r.\(SQLIdentifier.quoted($0))" } + [
             "rs_writer = r.rs_writer", "rs_other_revision = r.rs_other_revision",
         ]).joined(separator: ", ")
         try await connection.run(
             """
-            UPDATE \(unescaped: SQLIdentifier.quoted(write.entity)) AS t SET \(unescaped: assignments)
-            FROM jsonb_to_recordset(\(recordset.json(write.records))::jsonb) AS r(\(unescaped: recordset.columnDefinitions))
+            UPDATE \(unescaped: SQLIdentifier.quoted(entity)) AS t SET \(unescaped: assignments)
+            FROM jsonb_to_recordset(\(recordset.json(records))::jsonb) AS r(\(unescaped: recordset.columnDefinitions))
             WHERE t.id = r.id
             """, logger)
     }
 
-    private func remember(_ created: [CreatedId], seq: Int64?, device: Device) async throws {
-        guard !created.isEmpty else { return }
-        let temporary = created.map(\.temporaryId)
-        let entities = created.map(\.entity)
-        let permanent = created.map(\.id)
+    private func remember(_ writes: [PlannedWrite]) async throws {
+        var devices: [Int64] = [], temporary: [Int64] = [], entities: [String] = [], permanent: [Int64] = [], seqs: [Int64] = []
+        for write in writes {
+            for created in write.plan.createdIds {
+                devices.append(write.device.id)
+                temporary.append(created.temporaryId)
+                entities.append(created.entity)
+                permanent.append(created.id)
+                seqs.append(write.plan.seq ?? 0)
+            }
+        }
+        guard !devices.isEmpty else { return }
         try await connection.run(
             """
             INSERT INTO revsync_temp_ids (device_id, temp_id, entity, id, seq)
-            SELECT \(device.id), u.temp_id, u.entity, u.id, \(seq) FROM unnest(\(temporary)::bigint[], \(entities)::text[], \(permanent)::bigint[]) AS u(temp_id, entity, id)
+            SELECT u.device_id, u.temp_id, u.entity, u.id, NULLIF(u.seq, 0)
+            FROM unnest(\(devices)::bigint[], \(temporary)::bigint[], \(entities)::text[], \(permanent)::bigint[], \(seqs)::bigint[])
+                AS u(device_id, temp_id, entity, id, seq)
             """, logger)
     }
 
-    /// Takes the next revision and stamps it on every written record and on the log
-    /// entry, in one statement: the revision lock is held only from here to COMMIT.
-    private func stamp(_ plan: WritePlan, digest: [UInt8], device: Device) async throws -> CommittedEntry {
+    /// Takes the next revisions and stamps them on every written record, the log entries and
+    /// the seqs' outcomes, in one statement: the revision lock is held only from here to COMMIT.
+    func stamp(_ writes: [PlannedWrite]) async throws -> [CommittedEntry] {
+        guard !writes.isEmpty else { return [] }
         var binds = PostgresBindings()
-        binds.append(device.id)
-        binds.append(plan.seq)
-        binds.append(String(decoding: plan.body, as: UTF8.self))
-        binds.append(String(decoding: plan.authorBody, as: UTF8.self))
-        binds.append(ByteBuffer(bytes: digest))
-        var sql = "WITH h AS (UPDATE revsync_head SET head = head + 1 WHERE singleton RETURNING head)"
-        let written = Dictionary(grouping: plan.applied.writtenKeys, by: \.entity)
-        for (index, entity) in written.keys.sorted().enumerated() {
-            binds.append(written[entity, default: []].map(\.id))
-            sql += ", s\(index) AS (UPDATE \(SQLIdentifier.quoted(entity)) SET revision = (SELECT head FROM h) WHERE id = ANY($\(binds.count)::bigint[]))"
+        binds.append(Int64(writes.count))
+        binds.append(writes.map(\.device.id))
+        binds.append(writes.map { $0.plan.seq ?? 0 })
+        binds.append(writes.map { String(decoding: $0.plan.body, as: UTF8.self) })
+        binds.append(writes.map { String(decoding: $0.plan.authorBody, as: UTF8.self) })
+        binds.append(writes.map { Self.hex($0.digest) })
+        // $1 revisions, taken at once; the k-th change set of the batch (from 1) gets base + k.
+        var sql = "WITH h AS (UPDATE revsync_head SET head = head + $1 WHERE singleton RETURNING head - $1 AS base)"
+        var written: [String: (ids: [Int64], ks: [Int64])] = [:]
+        for (offset, write) in writes.enumerated() {
+            for key in write.plan.applied.writtenKeys {
+                written[key.entity, default: ([], [])].ids.append(key.id)
+                written[key.entity, default: ([], [])].ks.append(Int64(offset + 1))
+            }
         }
-        if plan.seq != nil {
-            sql += ", o AS (INSERT INTO revsync_outcomes (device_id, seq, revision, digest) SELECT $1, $2, head, $5 FROM h)"
+        for (index, entity) in written.keys.sorted().enumerated() {
+            guard let rows = written[entity] else { continue }
+            binds.append(rows.ids)
+            binds.append(rows.ks)
+            sql += """
+                , s\(index) AS (UPDATE \(SQLIdentifier.quoted(entity)) AS t SET revision = h.base + u.k
+                FROM h, unnest($\(binds.count - 1)::bigint[], $\(binds.count)::bigint[]) AS u(id, k) WHERE t.id = u.id)
+                """
         }
         sql += """
-             INSERT INTO revsync_log (revision, device_id, seq, body, author_body)
-            SELECT head, $1, $2, replace($3, chr(1), head::text), replace($4, chr(1), head::text) FROM h RETURNING revision
+            , e AS (SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[])
+                WITH ORDINALITY AS u(device_id, seq, body, author_body, digest, k)),
+            o AS (INSERT INTO revsync_outcomes (device_id, seq, revision, digest)
+                SELECT e.device_id, e.seq, h.base + e.k, decode(e.digest, 'hex') FROM h, e WHERE e.seq <> 0),
+            l AS (INSERT INTO revsync_log (revision, device_id, seq, body, author_body)
+                SELECT h.base + e.k, e.device_id, NULLIF(e.seq, 0), replace(e.body, chr(1), (h.base + e.k)::text),
+                    replace(e.author_body, chr(1), (h.base + e.k)::text) FROM h, e)
+            SELECT base FROM h
             """
         let rows = try await connection.rows(PostgresQuery(unsafeSQL: sql, binds: binds), logger)
-        guard let revision = try rows.first?.decode(Int64.self) else {
-            throw StoreError.inconsistent("stamping the revision returned nothing: is revsync_head empty? run `revsync migrate`")
+        guard let base = try rows.first?.decode(Int64.self) else {
+            throw StoreError.inconsistent("stamping the revisions returned nothing: is revsync_head empty? run `revsync migrate`")
         }
+        // Between the stamp and COMMIT, where a writer that let a later revision commit first would show.
+        if let delay { await delay() }
         // The same substitution PostgreSQL made, so caches get the stored bytes without reading them back.
-        return CommittedEntry(
-            revision: revision, deviceId: device.id,
-            body: ByteBuffer(bytes: LogEntryEncoder.substitute(plan.body, revision: revision)),
-            authorBody: ByteBuffer(bytes: LogEntryEncoder.substitute(plan.authorBody, revision: revision)))
+        return writes.enumerated().map { offset, write in
+            let revision = base + Int64(offset + 1)
+            return CommittedEntry(
+                revision: revision, deviceId: write.device.id,
+                body: ByteBuffer(bytes: LogEntryEncoder.substitute(write.plan.body, revision: revision)),
+                authorBody: ByteBuffer(bytes: LogEntryEncoder.substitute(write.plan.authorBody, revision: revision)))
+        }
+    }
+
+    func savepoint() async throws {
+        try await connection.run("SAVEPOINT change_set", logger)
+    }
+
+    func rollbackToSavepoint() async throws {
+        try await connection.run("ROLLBACK TO SAVEPOINT change_set", logger)
+    }
+
+    private static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// A constraint PostgreSQL enforced as a safety net, as the conflict it means.

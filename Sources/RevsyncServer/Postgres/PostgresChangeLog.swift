@@ -11,7 +11,7 @@ public struct PostgresChangeLog: ChangeLog {
     public func state() async throws -> LogState {
         let logger = database.logger
         let rows = try await database.withConnection { connection in
-            try await connection.rows("SELECT head, horizon FROM revsync_head", logger)
+            try await connection.rows("SELECT h.head, z.horizon FROM revsync_head AS h, revsync_horizon AS z", logger)
         }
         guard let row = rows.first else { throw StoreError.inconsistent("revsync_head is empty: run `revsync migrate`") }
         let (head, horizon) = try row.decode((Int64, Int64).self)

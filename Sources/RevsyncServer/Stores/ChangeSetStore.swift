@@ -42,10 +42,42 @@ package struct StoredOutcome: Sendable {
     }
 }
 
-/// One change set's transaction: facts loaded under locks, and the writes a rule decided.
+/// A change set the rules accepted, as storage writes it.
+package struct PlannedWrite: Sendable {
+    package let plan: WritePlan
+    package let digest: [UInt8]
+    package let device: Device
+
+    package init(plan: WritePlan, digest: [UInt8], device: Device) {
+        self.plan = plan
+        self.digest = digest
+        self.device = device
+    }
+}
+
+/// A change set the rules rejected, whose seq keeps its outcome.
+package struct PlannedRejection: Sendable {
+    package let reason: ConflictReason
+    package let seq: Int64
+    package let digest: [UInt8]
+    package let device: Device
+
+    package init(reason: ConflictReason, seq: Int64, digest: [UInt8], device: Device) {
+        self.reason = reason
+        self.seq = seq
+        self.digest = digest
+        self.device = device
+    }
+}
+
+/// One batch's transaction: facts loaded under locks for many change sets at once, in a
+/// few set-based statements, and the writes the rules decided, again in a few statements.
 package protocol ApplyTransaction: LedgerReading {
-    /// Locks the device's row (exclusively when the set has a seq); nil when the device is gone.
-    func lockDevice(_ device: Device, forSeq: Bool) async throws -> DeviceLock?
+    /// Locks the devices' rows, in id order, so that a device's change sets apply one batch
+    /// at a time and a revocation waits for them; gone devices are absent.
+    func lockDevices(_ ids: [Int64]) async throws -> [Int64: DeviceLock]
+    /// Every device's temporary ids among those asked, with what they became.
+    func mappings(_ wanted: [Int64: Set<Int64>]) async throws -> [Int64: [Int64: TemporaryIdMapping]]
     func storedOutcome(seq: Int64, device: Device) async throws -> StoredOutcome?
     /// Locks the records against other writers and returns their versions; missing ones are absent.
     func lockVersions(_ keys: [RecordKey]) async throws -> [RecordKey: RecordVersion]
@@ -53,17 +85,25 @@ package protocol ApplyTransaction: LedgerReading {
     func lockReferenced(_ keys: [RecordKey]) async throws -> Set<RecordKey>
     /// Locks and returns the records of `relation.child` whose `relation.attribute` is one of `parents`.
     func lockChildren(_ relation: Relation, parents: [Int64]) async throws -> [ApplyPlanner.Child]
-    /// `count` new permanent ids for `entity`, ascending.
-    func allocateIds(_ entity: String, count: Int) async throws -> [Int64]
-    /// Carries out `plan`, stamps the next revision on it and appends its log entry. A rule the
-    /// database itself enforces (a foreign key, a unique value) throws `ConflictReason`, and then
-    /// nothing of the plan is written.
-    func write(_ plan: WritePlan, digest: [UInt8], device: Device) async throws -> CommittedEntry
-    /// Remembers a rejected seq's outcome and moves the device's last seq to it.
-    func recordRejection(_ reason: ConflictReason, seq: Int64, digest: [UInt8], device: Device) async throws
+    /// New permanent ids, ascending, as many per entity as asked.
+    func allocateIds(_ counts: [String: Int]) async throws -> [String: [Int64]]
+    /// Writes the records of `writes` (whose footprints do not overlap) and remembers their
+    /// created ids. A rule the database itself enforces (a foreign key, a unique value)
+    /// throws `ConflictReason`; what was written is then undone only by a savepoint or a rollback.
+    func writeRecords(_ writes: [PlannedWrite]) async throws
+    /// Remembers the rejections' outcomes and moves each device's last seq.
+    func writeLedger(rejections: [PlannedRejection], lastSeqs: [Int64: Int64]) async throws
+    /// Takes the next `writes.count` revisions, in order, and stamps them on the written
+    /// records, the log entries and the seqs' outcomes: the revision lock is taken here, last,
+    /// and held only until COMMIT.
+    func stamp(_ writes: [PlannedWrite]) async throws -> [CommittedEntry]
+    /// Subtransactions, for a batch whose writes PostgreSQL refused: each change set is then
+    /// written on its own, and one that fails is undone alone.
+    func savepoint() async throws
+    func rollbackToSavepoint() async throws
 }
 
-/// Where change sets are applied: a transaction per change set, and unlocked reads for the pre-checks.
+/// Where change sets are applied: a transaction per batch, and unlocked reads for the pre-checks.
 package protocol ChangeSetStore: Sendable {
     /// Runs `body` on one connection, outside a transaction.
     func read<T: Sendable>(_ body: @escaping @Sendable (any LedgerReading) async throws -> T) async throws -> T

@@ -2,73 +2,245 @@ import Crypto
 import RevsyncRules
 import RevsyncWire
 
-/// Applies one change set in one transaction of a `ChangeSetStore`, or records why it was rejected.
+/// One change set of a batch, with what is known of it before the transaction.
+struct BatchItem: Sendable {
+    let changeSet: ChangeSet
+    let device: Device
+    let validation: Result<NormalizedChangeSet, ConflictReason>
+    /// Every temporary id the set uses or creates: one look-up serves the digest, the
+    /// resolver and the reuse check of created ids.
+    let temporaryIds: Set<Int64>
+    /// Which request it belongs to, within the batch.
+    var job = 0
+}
+
+/// What became of one change set of a batch.
+enum BatchResult: Sendable {
+    case done(ApplyOutcome)
+    /// It depends on what an earlier change set of the batch writes: it goes in the next batch.
+    case deferred
+    /// A refusal under the device's lock (revoked, gone, a seq rule): its request stops here.
+    case failed(any Error)
+}
+
+/// Applies a batch of change sets in one transaction of a `ChangeSetStore`: the facts of
+/// all of them are loaded in a few set-based statements under their locks, the rules decide
+/// each in queue order, and the winners are written together and take consecutive
+/// revisions with one stamp.
 ///
-/// Every decision is a rule of RevsyncRules taken on facts the store loaded under its
-/// locks; this type only puts them in order. The store takes the revision last, so
-/// concurrent change sets overlap in everything but the stamping of their revision.
+/// Every decision is a rule of RevsyncRules; this type only puts them in order. A change
+/// set that depends on what an earlier one of the batch writes (`BatchFootprint`) is
+/// deferred to the next batch, so that every rule sees the facts it would see alone. When
+/// PostgreSQL refuses the batch's writes (a constraint the rules do not check), the batch is
+/// run again with a savepoint per winner, so the one at fault is rejected alone.
 struct ChangeSetApplier: Sendable {
     let store: any ChangeSetStore
     let schema: DatasetSchema
     let limits: ServerSettings.Limits
 
-    func apply(_ changeSet: ChangeSet, device: Device) async throws -> ApplyOutcome {
-        let validation = ChangeSetValidator(schema: schema, role: device.role, maxOperations: limits.maxOperationsPerChangeSet).validate(changeSet)
-        let applier = self
-        return try await store.transaction { transaction in
-            try await applier.apply(changeSet, validation: validation, device: device, in: transaction)
-        }
-    }
+    /// Most change sets in one batch: in the isolated run each winner takes a savepoint, and
+    /// past 64 subtransactions PostgreSQL's per-backend cache overflows and every backend slows down.
+    static let maxBatch = 64
 
-    private func apply(
-        _ changeSet: ChangeSet, validation: Result<NormalizedChangeSet, ConflictReason>, device: Device, in transaction: any ApplyTransaction
-    ) async throws -> ApplyOutcome {
-        guard let lock = try await transaction.lockDevice(device, forSeq: changeSet.seq != nil) else { throw SyncRefusal.deviceGone }
-        if lock.revoked { throw SyncRefusal.deviceRevoked }
-        // One look-up serves the digest, the resolver and the reuse check of created ids.
+    func item(_ changeSet: ChangeSet, device: Device) -> BatchItem {
+        let validation = ChangeSetValidator(schema: schema, role: device.role, maxOperations: limits.maxOperationsPerChangeSet).validate(changeSet)
         var ids = ChangeSetCanonicalForm.temporaryIdsToResolve(changeSet, schema: schema)
         if case .success(let normalized) = validation {
             ids.formUnion(normalized.temporaryIdsToResolve.keys)
             ids.formUnion(normalized.creates.map(\.temporaryId))
         }
-        let known = try await transaction.mappings(ids, device: device)
-        let digest = SeqDigest.of(changeSet, known: known, schema: schema)
-        if let seq = changeSet.seq, try SeqRules.admit(seq, last: lock.lastSeq) == .repeated {
-            return try await storedOutcome(seq: seq, last: lock.lastSeq, digest: digest, sent: changeSet, device: device, in: transaction)
-        }
-        let planned: Result<WritePlan, ConflictReason>
-        switch validation {
-        case .failure(let reason): planned = .failure(reason)
-        case .success(let normalized): planned = try await plan(normalized, known: known, device: device, in: transaction)
-        }
+        return BatchItem(changeSet: changeSet, device: device, validation: validation, temporaryIds: ids)
+    }
+
+    /// Applies `items` (in queue order) in one transaction; one result per item.
+    func apply(_ items: [BatchItem]) async throws -> [BatchResult] {
+        let applier = self
         do {
-            let plan = try planned.get()
-            let entry = try await transaction.write(plan, digest: digest, device: device)
-            return .applied(revision: entry.revision, seq: changeSet.seq, entry: entry)
-        } catch let reason as ConflictReason {
-            if let seq = changeSet.seq { try await transaction.recordRejection(reason, seq: seq, digest: digest, device: device) }
-            return .rejected(reason, changeSet)
+            return try await store.transaction { try await applier.run(items, isolated: false, in: $0) }
+        } catch is DatabaseRefusedBatch {
+            return try await store.transaction { try await applier.run(items, isolated: true, in: $0) }
         }
     }
 
-    /// Loads what the rules need, level by level, and lets them decide what the set writes.
-    private func plan(
-        _ normalized: NormalizedChangeSet, known: [Int64: TemporaryIdMapping], device: Device, in transaction: any ApplyTransaction
-    ) async throws -> Result<WritePlan, ConflictReason> {
-        var resolved: ResolvedChangeSet
-        switch TemporaryIdResolver.resolve(normalized, schema: schema, known: known) {
-        case .failure(let reason): return .failure(reason)
-        case .success(let value): resolved = value
-        }
-        var versions = try await transaction.lockVersions(ApplyPlanner.lockTargets(resolved))
-        if let reason = ApplyPlanner.conflict(resolved, versions: versions, device: device.id) { return .failure(reason) }
-        let existing = try await transaction.lockReferenced(resolved.referencedRecords.sorted())
-        if let reason = ApplyPlanner.missingReference(resolved, existing: existing) { return .failure(reason) }
+    /// What the first pass learned of an item, before its records are locked.
+    private enum Stage {
+        case result(BatchResult)
+        case repeated(seq: Int64, last: Int64, digest: [UInt8])
+        case rejected(ConflictReason, digest: [UInt8])
+        case resolved(ResolvedChangeSet, digest: [UInt8])
+    }
 
+    private func run(_ items: [BatchItem], isolated: Bool, in transaction: any ApplyTransaction) async throws -> [BatchResult] {
+        let locks = try await transaction.lockDevices(Set(items.map(\.device.id)).sorted())
+        var wanted: [Int64: Set<Int64>] = [:]
+        for item in items { wanted[item.device.id, default: []].formUnion(item.temporaryIds) }
+        let known = try await transaction.mappings(wanted)
+
+        // First pass, on the devices' rows and mappings: seqs, digests, temporary ids.
+        var footprint = BatchFootprint()
+        var lastSeq = locks.mapValues(\.lastSeq)
+        var stages: [Stage] = []
+        for item in items {
+            let device = item.device.id
+            guard let lock = locks[device] else { stages.append(.result(.failed(SyncRefusal.deviceGone))); continue }
+            if lock.revoked { stages.append(.result(.failed(SyncRefusal.deviceRevoked))); continue }
+            if footprint.blocks(device: device, temporaryIds: item.temporaryIds) { stages.append(.result(.deferred)); continue }
+            let mapped = known[device] ?? [:]
+            let digest = SeqDigest.of(item.changeSet, known: mapped, schema: schema)
+            if let seq = item.changeSet.seq {
+                let admission: SeqRules.Admission
+                do {
+                    admission = try SeqRules.admit(seq, last: lastSeq[device] ?? 0)
+                } catch {
+                    stages.append(.result(.failed(error)))
+                    continue
+                }
+                if admission == .repeated {
+                    // Handled earlier in this batch: its outcome is stored once the batch commits.
+                    stages.append(footprint.handled(device: device, seq: seq) ? .result(.deferred) : .repeated(seq: seq, last: lock.lastSeq, digest: digest))
+                    continue
+                }
+                lastSeq[device] = seq
+            }
+            switch item.validation.flatMap({ TemporaryIdResolver.resolve($0, schema: schema, known: mapped) }) {
+            case .failure(let reason): stages.append(.rejected(reason, digest: digest))
+            case .success(let resolved): stages.append(.resolved(resolved, digest: digest))
+            }
+            footprint.add(device: device, seq: item.changeSet.seq, created: item.temporaryIds, reads: [], writes: [])
+        }
+
+        // The records of all of them, locked in a few statements.
+        var lockTargets: Set<RecordKey> = [], referenced: Set<RecordKey> = [], creates: [String: Int] = [:]
+        for case .resolved(let resolved, _) in stages {
+            lockTargets.formUnion(ApplyPlanner.lockTargets(resolved))
+            referenced.formUnion(resolved.referencedRecords)
+            for create in resolved.creates { creates[create.entity, default: 0] += 1 }
+        }
+        let versions = try await transaction.lockVersions(lockTargets.sorted())
+        let existing = try await transaction.lockReferenced(referenced.sorted())
+        var ids = try await transaction.allocateIds(creates)
+
+        // Second pass, in queue order: the rules on those facts.
+        footprint = BatchFootprint()
+        var results: [BatchResult] = []
+        var stopped: Set<Int64> = []
+        var stoppedJobs: Set<Int> = []
+        var winners: [(index: Int, write: PlannedWrite)] = []
+        var rejections: [(index: Int, rejection: PlannedRejection)] = []
+        for (index, (item, stage)) in zip(items, stages).enumerated() {
+            let device = item.device.id
+            // Behind a deferred change set of its device, or a failed one of its request, nothing goes.
+            if stopped.contains(device) || stoppedJobs.contains(item.job) {
+                results.append(.deferred)
+                stopped.insert(device)
+                continue
+            }
+            var result: BatchResult
+            var won = false
+            switch stage {
+            case .result(let decided):
+                result = decided
+            case .repeated(let seq, let last, let digest):
+                result = try await repeatedOutcome(seq: seq, last: last, digest: digest, sent: item.changeSet, device: item.device, in: transaction)
+            case .rejected(let reason, let digest):
+                result = .done(.rejected(reason, item.changeSet))
+                if let seq = item.changeSet.seq {
+                    rejections.append((index, PlannedRejection(reason: reason, seq: seq, digest: digest, device: item.device)))
+                }
+                footprint.add(device: device, seq: item.changeSet.seq, created: [], reads: [], writes: [])
+            case .resolved(let resolved, let digest):
+                let planned = try await plan(resolved, item: item, versions: versions, existing: existing, ids: &ids, footprint: footprint, in: transaction)
+                switch planned {
+                case .deferred:
+                    result = .deferred
+                case .rejected(let reason):
+                    result = .done(.rejected(reason, item.changeSet))
+                    if let seq = item.changeSet.seq {
+                        rejections.append((index, PlannedRejection(reason: reason, seq: seq, digest: digest, device: item.device)))
+                    }
+                    footprint.add(device: device, seq: item.changeSet.seq, created: [], reads: [], writes: [])
+                case .accepted(let plan, let reads, let writes):
+                    winners.append((index, PlannedWrite(plan: plan, digest: digest, device: item.device)))
+                    result = .deferred  // until it is stamped below
+                    won = true
+                    footprint.add(device: device, seq: item.changeSet.seq, created: plan.createdIds.map(\.temporaryId), reads: reads, writes: writes)
+                }
+            }
+            switch result {
+            case .deferred where !won: stopped.insert(device)
+            case .failed: stoppedJobs.insert(item.job)
+            default: break
+            }
+            results.append(result)
+        }
+
+        // The winners' records: together, or each at its own savepoint once PostgreSQL refused them together.
+        if isolated {
+            var kept: [(index: Int, write: PlannedWrite)] = []
+            for winner in winners {
+                try await transaction.savepoint()
+                do {
+                    try await transaction.writeRecords([winner.write])
+                    kept.append(winner)
+                } catch let reason as ConflictReason {
+                    try await transaction.rollbackToSavepoint()
+                    let item = items[winner.index]
+                    results[winner.index] = .done(.rejected(reason, item.changeSet))
+                    if let seq = item.changeSet.seq {
+                        rejections.append((winner.index, PlannedRejection(reason: reason, seq: seq, digest: winner.write.digest, device: item.device)))
+                    }
+                }
+            }
+            winners = kept
+        } else if !winners.isEmpty {
+            do {
+                try await transaction.writeRecords(winners.map(\.write))
+            } catch is ConflictReason {
+                throw DatabaseRefusedBatch()
+            }
+        }
+
+        // Each device's last seq moves to the highest it had handled here.
+        var handled: [Int64: Int64] = [:]
+        let seqs = winners.compactMap { winner in winner.write.plan.seq.map { (winner.write.device.id, $0) } }
+            + rejections.map { ($0.rejection.device.id, $0.rejection.seq) }
+        for (device, seq) in seqs { handled[device] = max(handled[device] ?? 0, seq) }
+        if !rejections.isEmpty || !handled.isEmpty {
+            try await transaction.writeLedger(rejections: rejections.sorted { $0.index < $1.index }.map(\.rejection), lastSeqs: handled)
+        }
+        if !winners.isEmpty {
+            let entries = try await transaction.stamp(winners.map(\.write))
+            for (winner, entry) in zip(winners, entries) {
+                results[winner.index] = .done(.applied(revision: entry.revision, seq: items[winner.index].changeSet.seq, entry: entry))
+            }
+        }
+        return results
+    }
+
+    private enum Planned {
+        case deferred
+        case rejected(ConflictReason)
+        case accepted(WritePlan, reads: Set<RecordKey>, writes: Set<RecordKey>)
+    }
+
+    /// The rules for one resolved change set, on the batch's facts; the delete walk loads its own.
+    private func plan(
+        _ resolved: ResolvedChangeSet, item: BatchItem, versions batchVersions: [RecordKey: RecordVersion], existing: Set<RecordKey>,
+        ids: inout [String: [Int64]], footprint: BatchFootprint, in transaction: any ApplyTransaction
+    ) async throws -> Planned {
+        let device = item.device
+        let targets = ApplyPlanner.lockTargets(resolved)
+        if footprint.blocks(reads: resolved.referencedRecords, writes: targets) { return .deferred }
+        var versions = batchVersions
+        if let reason = ApplyPlanner.conflict(resolved, versions: versions, device: device.id) { return .rejected(reason) }
+        if let reason = ApplyPlanner.missingReference(resolved, existing: existing) { return .rejected(reason) }
+
+        var resolved = resolved
         var permanentIds: [Int64: Int64] = [:]
-        for (entity, group) in Dictionary(grouping: resolved.creates, by: \.entity).sorted(by: { $0.key < $1.key }) {
-            let ids = try await transaction.allocateIds(entity, count: group.count)
-            for (create, id) in zip(group, ids) { permanentIds[create.temporaryId] = id }
+        for create in resolved.creates {
+            guard let id = ids[create.entity]?.first else { throw StoreError.inconsistent("no permanent id was allocated for a \(create.entity) record") }
+            ids[create.entity]?.removeFirst()
+            permanentIds[create.temporaryId] = id
         }
         resolved.rewriteCreatedReferences(permanentIds, schema: schema)
 
@@ -76,45 +248,56 @@ struct ChangeSetApplier: Sendable {
         while true {
             let frontier = deletes.takeFrontier()
             if frontier.isEmpty { break }
-            for (parent, ids) in frontier.sorted(by: { $0.key < $1.key }) {
+            for (parent, parents) in frontier.sorted(by: { $0.key < $1.key }) {
                 for relation in schema.references(to: parent) {
-                    let stored = try await transaction.lockChildren(relation, parents: ids)
+                    let stored = try await transaction.lockChildren(relation, parents: parents)
                     for child in stored { versions[RecordKey(relation.child, child.id)] = versions[RecordKey(relation.child, child.id)] ?? child.version }
-                    let children = ApplyPlanner.dependents(relation, parents: ids, stored: stored, resolved: resolved, permanentIds: permanentIds)
+                    let children = ApplyPlanner.dependents(relation, parents: parents, stored: stored, resolved: resolved, permanentIds: permanentIds)
                     let permissions = schema.entity(named: relation.child)?.permissions(for: device.role) ?? .none
                     do {
                         try deletes.addDependents(relation, parentEntity: parent, children: children, permissions: permissions)
                     } catch {
-                        return .failure(error)
+                        return .rejected(error)
                     }
                 }
             }
         }
         let clears: [(record: RecordKey, attributes: [String])]
         switch deletes.finish() {
-        case .failure(let reason): return .failure(reason)
+        case .failure(let reason): return .rejected(reason)
         case .success(let value): clears = value
         }
-        return ApplyPlanner.plan(
+        let cascaded = Set(deletes.deleted).union(clears.map(\.record))
+        // What the walk found may be what an earlier change set of the batch writes or reads.
+        if footprint.blocks(reads: [], writes: cascaded) { return .deferred }
+        switch ApplyPlanner.plan(
             resolved, permanentIds: permanentIds, deletes: deletes, clears: clears, versions: versions, device: device.id,
             schema: schema, maxLogEntryBytes: limits.maxLogEntryBytes)
+        {
+        case .failure(let reason): return .rejected(reason)
+        case .success(let plan):
+            return .accepted(plan, reads: resolved.referencedRecords, writes: cascaded.union(targets).union(plan.applied.writtenKeys))
+        }
     }
 
     /// The outcome a repeated seq gets again, once its content is known to be the same change set.
-    private func storedOutcome(
+    private func repeatedOutcome(
         seq: Int64, last: Int64, digest: [UInt8], sent: ChangeSet, device: Device, in transaction: any ApplyTransaction
-    ) async throws -> ApplyOutcome {
+    ) async throws -> BatchResult {
         let stored = try await transaction.storedOutcome(seq: seq, device: device)
         if let problem = SeqRules.mismatch(stored: stored.map(\.digest), sent: digest) {
-            throw SeqRules.reused(seq: seq, last: last, lowestTemporaryId: try await transaction.lowestTemporaryId(device), why: problem)
+            return .failed(SeqRules.reused(seq: seq, last: last, lowestTemporaryId: try await transaction.lowestTemporaryId(device), why: problem))
         }
         guard let stored else { throw StoreError.inconsistent("no stored outcome for seq \(seq) of device \(device.publicId)") }
-        if let revision = stored.revision { return .repeated(revision: revision, seq: seq) }
+        if let revision = stored.revision { return .done(.repeated(revision: revision, seq: seq)) }
         guard let reason = stored.reason else { throw StoreError.inconsistent("the stored outcome of seq \(seq) has neither a revision nor a reason") }
         // Outcomes from before digests kept the change set; newer ones are the same as the one sent.
-        return .repeatedRejection(reason, stored.changeSet ?? sent)
+        return .done(.repeatedRejection(reason, stored.changeSet ?? sent))
     }
 }
+
+/// PostgreSQL refused the writes of a batch as a whole: run it again, each winner at its own savepoint.
+struct DatabaseRefusedBatch: Error {}
 
 /// The content digest that makes a seq name one change set forever: SHA-256 of its canonical
 /// form, with the device's mapped temporary ids resolved.

@@ -6,7 +6,7 @@ import RevsyncWire
 /// One `/sync` exchange: checks the envelope, applies the change sets in order,
 /// then answers with the catch-up, acknowledgements and corrective sets.
 package struct SyncService: Sendable {
-    let applier: ChangeSetApplier
+    let committer: Committer
     let seqCheck: SeqCheck
     let changeLog: any ChangeLog
     let corrections: CorrectionBuilder
@@ -15,9 +15,10 @@ package struct SyncService: Sendable {
 
     package init(
         changeSets: any ChangeSetStore, changeLog: any ChangeLog, records: any RecordStore, schema: DatasetSchema,
-        limits: ServerSettings.Limits, metrics: ServerMetrics
+        limits: ServerSettings.Limits, metrics: ServerMetrics, commitBatchSize: Int = ChangeSetApplier.maxBatch, commitBatchWait: Duration = .zero
     ) {
-        applier = ChangeSetApplier(store: changeSets, schema: schema, limits: limits)
+        committer = Committer(
+            applier: ChangeSetApplier(store: changeSets, schema: schema, limits: limits), batchSize: commitBatchSize, batchWait: commitBatchWait)
         seqCheck = SeqCheck(store: changeSets, schema: schema)
         corrections = CorrectionBuilder(records: records, schema: schema)
         self.changeLog = changeLog
@@ -34,14 +35,14 @@ package struct SyncService: Sendable {
         if request.maxRevision > state.head { state = try await changeLog.authoritativeState() }
         try CatchUpRules.checkEnvelope(maxRevision: request.maxRevision, state: state)
 
-        var outcomes: [ApplyOutcome] = []
-        for changeSet in request.changeSets {
-            let started = ContinuousClock.now
-            let outcome = try await applier.apply(changeSet, device: device)
-            metrics.recordApply(outcome, changeSet: changeSet, duration: ContinuousClock.now - started)
+        let applying = ContinuousClock.now
+        let outcomes = try await committer.apply(request.changeSets, device: device)
+        // A change set's time is its request's: it commits with the rest of its batch.
+        let duration = ContinuousClock.now - applying
+        for (changeSet, outcome) in zip(request.changeSets, outcomes) {
+            metrics.recordApply(outcome, changeSet: changeSet, duration: duration)
             if case .applied(_, _, let entry) = outcome { await changeLog.didCommit(entry) }
             logger.debug("change set handled", metadata: ["seq": "\(changeSet.seq.map(String.init) ?? "-")", "outcome": "\(outcome)"])
-            outcomes.append(outcome)
         }
 
         let started = ContinuousClock.now

@@ -8,6 +8,8 @@ import Synchronization
 /// `committed` is what replaces the dataset's state when the transaction succeeds.
 final class InMemoryTransaction: ApplyTransaction, RecordReading, Sendable {
     private let working: Mutex<InMemoryState>
+    /// Savepoints, innermost last.
+    private let saved = Mutex<[InMemoryState]>([])
     private let schema: DatasetSchema
 
     init(state: InMemoryState, schema: DatasetSchema) {
@@ -52,8 +54,28 @@ final class InMemoryTransaction: ApplyTransaction, RecordReading, Sendable {
 
     // MARK: ApplyTransaction
 
-    func lockDevice(_ device: Device, forSeq: Bool) async throws -> DeviceLock? {
-        read { $0.devices[device.id].map { DeviceLock(lastSeq: $0.lastSeq, revoked: $0.revoked) } }
+    func lockDevices(_ ids: [Int64]) async throws -> [Int64: DeviceLock] {
+        read { state in
+            var locks: [Int64: DeviceLock] = [:]
+            for id in ids {
+                if let row = state.devices[id] { locks[id] = DeviceLock(lastSeq: row.lastSeq, revoked: row.revoked) }
+            }
+            return locks
+        }
+    }
+
+    func mappings(_ wanted: [Int64: Set<Int64>]) async throws -> [Int64: [Int64: TemporaryIdMapping]] {
+        read { state in
+            var known: [Int64: [Int64: TemporaryIdMapping]] = [:]
+            for (device, ids) in wanted {
+                for id in ids {
+                    if let mapping = state.temporaryIds[device]?[id] {
+                        known[device, default: [:]][id] = TemporaryIdMapping(entity: mapping.entity, id: mapping.id)
+                    }
+                }
+            }
+            return known
+        }
     }
 
     func storedOutcome(seq: Int64, device: Device) async throws -> StoredOutcome? {
@@ -88,60 +110,87 @@ final class InMemoryTransaction: ApplyTransaction, RecordReading, Sendable {
         }
     }
 
-    func allocateIds(_ entity: String, count: Int) async throws -> [Int64] {
+    func allocateIds(_ counts: [String: Int]) async throws -> [String: [Int64]] {
         // Like a sequence, ids once handed out are never handed out again, even after a rollback.
         working.withLock { state in
-            let first = (state.lastId[entity] ?? 0) + 1
-            state.lastId[entity] = first + Int64(count) - 1
-            return Array(first..<(first + Int64(count)))
+            var ids: [String: [Int64]] = [:]
+            for (entity, count) in counts where count > 0 {
+                let first = (state.lastId[entity] ?? 0) + 1
+                state.lastId[entity] = first + Int64(count) - 1
+                ids[entity] = Array(first..<(first + Int64(count)))
+            }
+            return ids
         }
     }
 
-    func write(_ plan: WritePlan, digest: [UInt8], device: Device) async throws -> CommittedEntry {
+    func writeRecords(_ writes: [PlannedWrite]) async throws {
         try working.withLock { state in
             var next = state
-            for insert in plan.inserts {
-                for record in insert.records {
-                    next.records[insert.entity, default: [:]][record.id] = .init(
-                        revision: 0, writer: record.writer, otherRevision: record.otherRevision, values: record.values)
+            for write in writes {
+                let plan = write.plan
+                for insert in plan.inserts {
+                    for record in insert.records {
+                        next.records[insert.entity, default: [:]][record.id] = .init(
+                            revision: 0, writer: record.writer, otherRevision: record.otherRevision, values: record.values)
+                    }
                 }
-            }
-            for update in plan.updates {
-                for record in update.records {
-                    guard var row = next.records[update.entity]?[record.id] else { continue }
-                    row.values.merge(record.values) { _, new in new }
-                    row.writer = record.writer
-                    row.otherRevision = record.otherRevision
-                    next.records[update.entity]?[record.id] = row
+                for update in plan.updates {
+                    for record in update.records {
+                        guard var row = next.records[update.entity]?[record.id] else { continue }
+                        row.values.merge(record.values) { _, new in new }
+                        row.writer = record.writer
+                        row.otherRevision = record.otherRevision
+                        next.records[update.entity]?[record.id] = row
+                    }
                 }
-            }
-            for delete in plan.deletes {
-                for id in delete.ids { next.records[delete.entity]?[id] = nil }
+                for delete in plan.deletes {
+                    for id in delete.ids { next.records[delete.entity]?[id] = nil }
+                }
+                for created in plan.createdIds {
+                    next.temporaryIds[write.device.id, default: [:]][created.temporaryId] = .init(entity: created.entity, id: created.id, seq: plan.seq)
+                }
             }
             try Self.checkReferences(next, schema: schema)
-            for created in plan.createdIds {
-                next.temporaryIds[device.id, default: [:]][created.temporaryId] = .init(entity: created.entity, id: created.id, seq: plan.seq)
-            }
-            next.head += 1
-            let revision = next.head
-            for key in plan.applied.writtenKeys { next.records[key.entity]?[key.id]?.revision = revision }
-            let body = LogEntryEncoder.substitute(plan.body, revision: revision)
-            let authorBody = LogEntryEncoder.substitute(plan.authorBody, revision: revision)
-            next.log[revision] = .init(deviceId: device.id, body: body, authorBody: authorBody)
-            if let seq = plan.seq {
-                next.devices[device.id]?.lastSeq = seq
-                next.outcomes[device.id, default: [:]][seq] = .init(revision: revision, reason: nil, digest: digest, headAt: revision)
-            }
             state = next
-            return CommittedEntry(revision: revision, deviceId: device.id, body: ByteBuffer(bytes: body), authorBody: ByteBuffer(bytes: authorBody))
         }
     }
 
-    func recordRejection(_ reason: ConflictReason, seq: Int64, digest: [UInt8], device: Device) async throws {
+    func writeLedger(rejections: [PlannedRejection], lastSeqs: [Int64: Int64]) async throws {
         working.withLock { state in
-            state.outcomes[device.id, default: [:]][seq] = .init(revision: nil, reason: reason, digest: digest, headAt: state.head)
-            state.devices[device.id]?.lastSeq = seq
+            for rejection in rejections {
+                state.outcomes[rejection.device.id, default: [:]][rejection.seq] = .init(
+                    revision: nil, reason: rejection.reason, digest: rejection.digest, headAt: state.head)
+            }
+            for (device, seq) in lastSeqs { state.devices[device]?.lastSeq = seq }
         }
+    }
+
+    func stamp(_ writes: [PlannedWrite]) async throws -> [CommittedEntry] {
+        working.withLock { state in
+            writes.map { write in
+                let plan = write.plan
+                state.head += 1
+                let revision = state.head
+                for key in plan.applied.writtenKeys { state.records[key.entity]?[key.id]?.revision = revision }
+                let body = LogEntryEncoder.substitute(plan.body, revision: revision)
+                let authorBody = LogEntryEncoder.substitute(plan.authorBody, revision: revision)
+                state.log[revision] = .init(deviceId: write.device.id, body: body, authorBody: authorBody)
+                if let seq = plan.seq {
+                    state.outcomes[write.device.id, default: [:]][seq] = .init(revision: revision, reason: nil, digest: write.digest, headAt: revision)
+                }
+                return CommittedEntry(revision: revision, deviceId: write.device.id, body: ByteBuffer(bytes: body), authorBody: ByteBuffer(bytes: authorBody))
+            }
+        }
+    }
+
+    func savepoint() async throws {
+        let copy = working.withLock { $0 }
+        saved.withLock { $0.append(copy) }
+    }
+
+    func rollbackToSavepoint() async throws {
+        guard let copy = saved.withLock({ $0.last }) else { return }
+        working.withLock { $0 = copy }
     }
 
     /// What PostgreSQL's foreign keys enforce: every reference names a record that exists.

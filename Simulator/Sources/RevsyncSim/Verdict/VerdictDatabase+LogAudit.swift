@@ -13,7 +13,7 @@ extension VerdictDatabase {
     }
 
     static func gaps(on connection: PostgresConnection, logger: Logger) async throws -> LogGaps {
-        let headRows = try await connection.query("SELECT head, horizon FROM revsync_head", logger: logger).collect()
+        let headRows = try await connection.query("SELECT h.head, z.horizon FROM revsync_head AS h, revsync_horizon AS z", logger: logger).collect()
         guard let headRow = headRows.first else { throw VerdictError("revsync_head has no row") }
         let (head, horizon) = try headRow.decode((Int64, Int64).self)
         let missingRows = try await connection.query(
@@ -24,8 +24,10 @@ extension VerdictDatabase {
             """, logger: logger
         ).collect()
         let (missing, firstMissing) = try missingRows.first?.decode((Int64, Int64?).self) ?? (Int64(0), nil)
+        // Entries at or below the horizon may outlive it briefly: the pruner moves the horizon
+        // first, then deletes in bounded batches. Entries above the head must never exist.
         let outsideRows = try await connection.query(
-            "SELECT count(*) FROM revsync_log WHERE revision <= \(horizon) OR revision > \(head)", logger: logger
+            "SELECT count(*) FROM revsync_log WHERE revision > \(head)", logger: logger
         ).collect()
         let outOfRange = try outsideRows.first?.decode(Int64.self) ?? 0
         return LogGaps(head: head, horizon: horizon, missing: missing, firstMissing: firstMissing, outOfRange: outOfRange)

@@ -1,0 +1,199 @@
+import Synchronization
+import RevsyncRules
+import RevsyncWire
+
+/// Group commit: concurrent requests hand their change sets over, and one of them, the
+/// leader, applies what is queued as one batch in one transaction with one COMMIT, so the
+/// WAL flush, the revision lock and the round trips are paid once a batch instead of once a
+/// change set.
+///
+/// The first request to find no leader becomes it. A leader runs one batch of up to
+/// `batchSize` change sets in arrival order, then hands the lead to the first request still
+/// waiting, so no request waits on others' work for longer than a batch. A request's change
+/// sets stay in order: those deferred by their batch (they depend on what an earlier one
+/// writes) go first in the next batch, before requests that arrived later.
+struct Committer: Sendable {
+    let applier: ChangeSetApplier
+    let queue: CommitQueue
+    /// A leader waits this long before taking its batch, to let more requests join (0: none).
+    let batchWait: Duration
+
+    init(applier: ChangeSetApplier, batchSize: Int, batchWait: Duration) {
+        self.applier = applier
+        queue = CommitQueue(batchSize: min(ChangeSetApplier.maxBatch, max(1, batchSize)))
+        self.batchWait = batchWait
+    }
+
+    /// Applies a request's change sets; returns their outcomes in order. A refusal under the
+    /// device's lock ends the request with that error (its earlier change sets stay applied).
+    func apply(_ changeSets: [ChangeSet], device: Device) async throws -> [ApplyOutcome] {
+        guard !changeSets.isEmpty else { return [] }
+        let job = CommitJob(items: changeSets.map { applier.item($0, device: device) })
+        var leads = await queue.enqueue(job)
+        while true {
+            if leads { await leadOneBatch() }
+            switch await job.promise.next() {
+            case .lead: leads = true
+            case .done(let result): return try result.get()
+            }
+        }
+    }
+
+    /// Applies the next batch, answers the requests it finished, and hands the lead on.
+    private func leadOneBatch() async {
+        if batchWait > .zero { try? await Task.sleep(for: batchWait) }
+        let batch = await queue.takeBatch()
+        do {
+            let results = try await applier.apply(batch.items)
+            await queue.settle(batch, results: results)
+        } catch {
+            // The transaction failed as a whole (PostgreSQL went away, retries ran out): nothing committed.
+            await queue.fail(batch, error)
+        }
+        await queue.handOff()
+    }
+}
+
+/// One request's change sets, and how far the batches have got with them.
+final class CommitJob: Sendable {
+    let items: [BatchItem]
+    let promise = CommitPromise()
+    private let progress = Mutex<(next: Int, outcomes: [ApplyOutcome])>((0, []))
+
+    init(items: [BatchItem]) { self.items = items }
+
+    var next: Int { progress.withLock { $0.next } }
+
+    /// Records the outcomes of `count` more change sets; true when none is left.
+    func advance(_ outcomes: [ApplyOutcome]) -> Bool {
+        progress.withLock {
+            $0.outcomes += outcomes
+            $0.next += outcomes.count
+            return $0.next == items.count
+        }
+    }
+
+    var outcomes: [ApplyOutcome] { progress.withLock { $0.outcomes } }
+}
+
+/// The change sets one batch took: which request each came from.
+struct CommitBatch: Sendable {
+    let jobs: [CommitJob]
+    /// Queue order; `job` is the index into `jobs`.
+    let items: [BatchItem]
+}
+
+/// The requests waiting to be applied, and whether one of them is leading.
+actor CommitQueue {
+    let batchSize: Int
+    private var waiting: [CommitJob] = []
+    private var leading = false
+
+    init(batchSize: Int) { self.batchSize = batchSize }
+
+    /// Queues `job`; true when its request must lead (nobody else is).
+    func enqueue(_ job: CommitJob) -> Bool {
+        waiting.append(job)
+        guard !leading else { return false }
+        leading = true
+        return true
+    }
+
+    /// The next batch: change sets in queue order, up to `batchSize` (a request larger than
+    /// the room left is cut, and the batch ends there).
+    func takeBatch() -> CommitBatch {
+        var jobs: [CommitJob] = []
+        var items: [BatchItem] = []
+        for job in waiting where items.count < batchSize {
+            let rest = job.items[job.next...].prefix(batchSize - items.count)
+            for var item in rest {
+                item.job = jobs.count
+                items.append(item)
+            }
+            jobs.append(job)
+        }
+        waiting.removeFirst(jobs.count)
+        return CommitBatch(jobs: jobs, items: items)
+    }
+
+    /// Hands each request of `batch` its outcomes: a request that is done or failed is
+    /// answered; one with change sets left goes back to the front of the queue, in order.
+    func settle(_ batch: CommitBatch, results: [BatchResult]) {
+        var unfinished: [CommitJob] = []
+        for (index, job) in batch.jobs.enumerated() {
+            var outcomes: [ApplyOutcome] = []
+            var failure: (any Error)?
+            // In order, up to the first change set that did not finish in this batch.
+            for (item, result) in zip(batch.items, results) where item.job == index {
+                if case .done(let outcome) = result {
+                    outcomes.append(outcome)
+                    continue
+                }
+                if case .failed(let error) = result { failure = error }
+                break
+            }
+            let finished = job.advance(outcomes)
+            if let failure {
+                job.promise.send(.done(.failure(failure)))
+            } else if finished {
+                job.promise.send(.done(.success(job.outcomes)))
+            } else {
+                unfinished.append(job)
+            }
+        }
+        waiting.insert(contentsOf: unfinished, at: 0)
+    }
+
+    /// Answers every request of a batch whose transaction failed as a whole.
+    func fail(_ batch: CommitBatch, _ error: any Error) {
+        for job in batch.jobs { job.promise.send(.done(.failure(error))) }
+    }
+
+    /// Gives the lead to the first request waiting, or ends it when none is.
+    func handOff() {
+        if let next = waiting.first {
+            next.promise.send(.lead)
+        } else {
+            leading = false
+        }
+    }
+}
+
+/// What a waiting request is told: to lead the next batch, or what became of its change sets.
+enum CommitSignal: Sendable {
+    case lead
+    case done(Result<[ApplyOutcome], any Error>)
+}
+
+/// Signals to one waiting request, in the order they were sent.
+final class CommitPromise: Sendable {
+    private struct State {
+        var waiter: CheckedContinuation<CommitSignal, Never>?
+        var unread: [CommitSignal] = []
+    }
+
+    private let state = Mutex(State())
+
+    func send(_ signal: CommitSignal) {
+        let waiter = state.withLock { state -> CheckedContinuation<CommitSignal, Never>? in
+            guard let waiter = state.waiter else {
+                state.unread.append(signal)
+                return nil
+            }
+            state.waiter = nil
+            return waiter
+        }
+        waiter?.resume(returning: signal)
+    }
+
+    func next() async -> CommitSignal {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state -> CommitSignal? in
+                guard state.unread.isEmpty else { return state.unread.removeFirst() }
+                state.waiter = continuation
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+}

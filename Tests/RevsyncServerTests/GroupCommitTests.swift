@@ -1,0 +1,84 @@
+import Foundation
+import PostgresNIO
+import RevsyncWire
+import Testing
+@testable import RevsyncServer
+
+/// Group commit on PostgreSQL: concurrent requests share one transaction, and a change set
+/// PostgreSQL refuses is rejected alone while the rest of its batch commits.
+@Suite struct GroupCommitTests {
+    @Test func aValuePostgresRefusesRejectsItsChangeSetAloneAndTheBatchCommitsGapFree() async throws {
+        // A wait lets the three requests join one batch.
+        try await withTestServer(configure: { $0.commitBatchWait = .milliseconds(300) }) { harness in
+            let admin = try await harness.register("admin", name: "admin")
+            let basics = try await harness.seedBasics(admin)
+            // A rule the sync rules know nothing of: only PostgreSQL enforces it.
+            _ = try await harness.rows("ALTER TABLE notes ADD CONSTRAINT no_forbidden CHECK (body IS DISTINCT FROM 'forbidden')")
+            var devices: [TestDevice] = []
+            for name in ["a", "b", "c"] { devices.append(try await harness.register("member", name: name)) }
+            let bodies = ["fine", "forbidden", "also fine"]
+            let responses = try await withThrowingTaskGroup(of: (Int, SyncResponse).self) { group in
+                for (index, device) in devices.enumerated() {
+                    group.addTask {
+                        try await Task.sleep(for: .milliseconds(20 * index))
+                        let set = changeSet(seq: 1, ("notes", EntityChanges(create: [-1], attributes: [-1: ["body": .string(bodies[index]), "pinned": false]])))
+                        return (index, try await harness.sync(device, from: basics.revision, [set]))
+                    }
+                }
+                var all: [Int: SyncResponse] = [:]
+                for try await (index, response) in group { all[index] = response }
+                return all
+            }
+            let refused = try #require(responses[1]?.corrective.first)
+            #expect(refused.reason?.code == .invalid)
+            #expect(responses[0]?.committed.isEmpty == false && responses[2]?.committed.isEmpty == false)
+            #expect(try await harness.head() == basics.revision + 2)
+            let revisions = try await harness.rows("SELECT revision FROM revsync_log WHERE revision > \(basics.revision) ORDER BY revision")
+                .map { try $0.decode(Int64.self) }
+            #expect(revisions == [basics.revision + 1, basics.revision + 2])
+            // Both log entries were written by one transaction: the batch was re-run with a savepoint per change set.
+            let transactions = try await harness.rows("SELECT count(DISTINCT xmin::text)::int FROM revsync_log WHERE revision > \(basics.revision)")
+            #expect(try transactions.first?.decode(Int.self) == 1)
+            let notes = try await harness.rows("SELECT body FROM notes ORDER BY id").map { try $0.decode(String.self) }
+            #expect(Set(notes) == ["fine", "also fine"])
+            // The refused seq keeps its outcome: a retry is answered with the same rejection.
+            let retry = try await harness.sync(devices[1], from: basics.revision + 2, [changeSet(seq: 1, ("notes", EntityChanges(create: [-1], attributes: [-1: ["body": "forbidden", "pinned": false]])))])
+            #expect(retry.corrective.first?.reason?.code == .invalid)
+        }
+    }
+
+    @Test func aCommitSlowerThanTheTimeoutIsAnsweredWithItsAcknowledgementNotA503() async throws {
+        // The pause sits between the stamp and COMMIT, where no statement runs: only a timer in
+        // the server could cut it short, and its COMMIT would still go through.
+        let pause: ApplyDelay = { try? await Task.sleep(for: .milliseconds(1500)) }
+        try await withTestServer(configure: { $0.databaseTimeout = .seconds(1) }, applyDelay: pause) { harness in
+            let writer = try await harness.register("member", name: "writer")
+            let set = changeSet(seq: 1, ("notes", EntityChanges(create: [-1], attributes: [-1: ["body": "slow", "pinned": false]])))
+            let response = try await harness.sync(writer, from: 0, [set])
+            #expect(response.committed.first?.revision == 1)
+            #expect(try await harness.head() == 1)
+        }
+    }
+
+    @Test func aLockWaitLongerThanTheTimeoutIsCancelledByPostgresAndCommitsNothing() async throws {
+        try await withTestServer(configure: { $0.databaseTimeout = .seconds(1) }) { harness in
+            let admin = try await harness.register("admin", name: "admin")
+            let basics = try await harness.seedBasics(admin)
+            let rename = changeSet(seq: 2, ("teams", EntityChanges(update: [basics.team], attributes: [basics.team: ["revision": .integer(basics.revision), "name": "Owls"]])))
+            let logger = harness.server.database.logger
+            // Another session holds the team's row lock for longer than the timeout.
+            let (status, body) = try await harness.server.postgres.withConnection { connection in
+                try await connection.inTransaction("READ COMMITTED", logger) { locked in
+                    try await locked.run("SELECT id FROM teams WHERE id = \(basics.team) FOR UPDATE", logger)
+                    return try await harness.post(admin, SyncRequest(maxRevision: basics.revision, changeSets: [rename]))
+                }
+            }
+            #expect(status == .serviceUnavailable)
+            #expect(try harness.error(body).error == "unavailable")
+            #expect(try await harness.head() == basics.revision)
+            // Nothing of it was kept: sent again, it applies.
+            let retry = try await harness.sync(admin, from: basics.revision, [rename])
+            #expect(retry.committed.first?.revision == basics.revision + 1)
+        }
+    }
+}
