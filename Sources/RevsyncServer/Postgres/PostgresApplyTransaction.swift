@@ -15,12 +15,6 @@ struct PostgresApplyTransaction: ApplyTransaction {
 
     // MARK: LedgerReading
 
-    func lastSeq(_ device: Device) async throws -> Int64 {
-        let rows = try await connection.rows("SELECT last_seq FROM revsync_devices WHERE id = \(device.id)", logger)
-        guard let row = rows.first else { throw SyncRefusal.deviceGone }
-        return try row.decode(Int64.self)
-    }
-
     func mappings(_ ids: Set<Int64>, device: Device) async throws -> [Int64: TemporaryIdMapping] {
         guard !ids.isEmpty else { return [:] }
         let list = Array(ids)
@@ -32,17 +26,6 @@ struct PostgresApplyTransaction: ApplyTransaction {
             known[temporaryId] = TemporaryIdMapping(entity: entity, id: id)
         }
         return known
-    }
-
-    func digests(_ seqs: [Int64], device: Device) async throws -> [Int64: [UInt8]?] {
-        let rows = try await connection.rows(
-            "SELECT seq, digest FROM revsync_outcomes WHERE device_id = \(device.id) AND seq = ANY(\(seqs))", logger)
-        var digests: [Int64: [UInt8]?] = [:]
-        for row in rows {
-            let (seq, digest) = try row.decode((Int64, ByteBuffer?).self)
-            digests[seq] = digest.map { Array($0.readableBytesView) }
-        }
-        return digests
     }
 
     func lowestTemporaryId(_ device: Device) async throws -> Int64 {
@@ -164,98 +147,64 @@ struct PostgresApplyTransaction: ApplyTransaction {
     // MARK: Writes
 
     func writeRecords(_ writes: [PlannedWrite]) async throws {
+        // One statement for the whole batch, one part per entity and kind: the rules made sure
+        // no two change sets of it write the same record.
+        var inserts: [String: (names: [String], records: [RecordWrite])] = [:], insertOrder: [String] = []
+        var updates: [String: (entity: String, names: [String], records: [RecordWrite])] = [:]
+        var deletes: [String: [Int64]] = [:]
+        for write in writes {
+            for insert in write.plan.inserts {
+                if inserts[insert.entity] == nil { insertOrder.append(insert.entity) }
+                inserts[insert.entity, default: (insert.names, [])].records += insert.records
+            }
+            for update in write.plan.updates {
+                let key = update.entity + "\u{0}" + update.names.joined(separator: ",")
+                updates[key, default: (update.entity, update.names, [])].records += update.records
+            }
+            for delete in write.plan.deletes { deletes[delete.entity, default: []] += delete.ids }
+        }
+        var statement = BatchStatement()
+        for entity in insertOrder {
+            guard let insert = inserts[entity], let definition = schema.entity(named: entity), !insert.records.isEmpty else { continue }
+            let recordset = RecordsetJSON(definition, names: insert.names)
+            let columns = insert.names.map(SQLIdentifier.quoted).joined(separator: ", ")
+            let values = insert.names.map { "r." + SQLIdentifier.quoted($0) }.joined(separator: ", ")
+            statement.add("""
+                INSERT INTO \(SQLIdentifier.quoted(entity)) (id, revision, rs_writer, rs_other_revision, \(columns))
+                SELECT r.id, 0, r.rs_writer, r.rs_other_revision, \(values)
+                FROM jsonb_to_recordset(\(statement.bind(recordset.json(insert.records)))::jsonb) AS r(\(recordset.columnDefinitions))
+                """)
+        }
+        // Updates set the attributes and the write history the rules worked out.
+        for key in updates.keys.sorted() {
+            guard let update = updates[key], let definition = schema.entity(named: update.entity), !update.records.isEmpty else { continue }
+            let recordset = RecordsetJSON(definition, names: update.names)
+            let assignments = (update.names.map { "\(SQLIdentifier.quoted($0)) = r.\(SQLIdentifier.quoted($0))" } + [
+                "rs_writer = r.rs_writer", "rs_other_revision = r.rs_other_revision",
+            ]).joined(separator: ", ")
+            statement.add("""
+                UPDATE \(SQLIdentifier.quoted(update.entity)) AS t SET \(assignments)
+                FROM jsonb_to_recordset(\(statement.bind(recordset.json(update.records)))::jsonb) AS r(\(recordset.columnDefinitions))
+                WHERE t.id = r.id
+                """)
+        }
+        for (entity, ids) in deletes.sorted(by: { $0.key < $1.key }) {
+            statement.add("DELETE FROM \(SQLIdentifier.quoted(entity)) WHERE id = ANY(\(statement.bind(ids))::bigint[])")
+        }
+        remember(writes, in: &statement)
+        guard !statement.isEmpty else { return }
         do {
-            // One statement per entity and kind for the whole batch: the rules made sure no two
-            // change sets of it write the same record.
-            var inserts: [String: (names: [String], records: [RecordWrite])] = [:], insertOrder: [String] = []
-            var updates: [String: (entity: String, names: [String], records: [RecordWrite])] = [:]
-            var deletes: [String: [Int64]] = [:]
-            for write in writes {
-                for insert in write.plan.inserts {
-                    if inserts[insert.entity] == nil { insertOrder.append(insert.entity) }
-                    inserts[insert.entity, default: (insert.names, [])].records += insert.records
-                }
-                for update in write.plan.updates {
-                    let key = update.entity + "\u{0}" + update.names.joined(separator: ",")
-                    updates[key, default: (update.entity, update.names, [])].records += update.records
-                }
-                for delete in write.plan.deletes { deletes[delete.entity, default: []] += delete.ids }
-            }
-            for entity in insertOrder {
-                guard let insert = inserts[entity] else { continue }
-                try await self.insert(entity, names: insert.names, records: insert.records)
-            }
-            for key in updates.keys.sorted() {
-                guard let update = updates[key] else { continue }
-                try await self.update(update.entity, names: update.names, records: update.records)
-            }
-            for (entity, ids) in deletes.sorted(by: { $0.key < $1.key }) {
-                try await connection.run("DELETE FROM \(unescaped: SQLIdentifier.quoted(entity)) WHERE id = ANY(\(ids))", logger)
-            }
-            try await remember(writes)
-            // Foreign keys are deferred so creates may come in any order; check them now, before
-            // the revision lock, and defer them again for whatever this transaction writes next.
+            try await connection.run(statement.query(), logger)
+            // Foreign keys are deferred so creates may come in any order; check them now, before the revision lock.
             try await connection.run("SET CONSTRAINTS ALL IMMEDIATE", logger)
-            try await connection.run("SET CONSTRAINTS ALL DEFERRED", logger)
         } catch {
             guard let reason = Self.conflict(from: error) else { throw error }
             throw reason
         }
     }
 
-    func writeLedger(rejections: [PlannedRejection], lastSeqs: [Int64: Int64]) async throws {
-        if !rejections.isEmpty {
-            let encoder = JSONEncoder()
-            let devices = rejections.map(\.device.id), seqs = rejections.map(\.seq)
-            let reasons = try rejections.map { String(decoding: try encoder.encode($0.reason), as: UTF8.self) }
-            let digests = rejections.map { Self.hex($0.digest) }
-            // The change set itself is not kept: a retry must carry the same content (its digest), so the
-            // retry's own copy serves for the fresh corrective set. head_at lets the pruner drop it with the log.
-            try await connection.run(
-                """
-                INSERT INTO revsync_outcomes (device_id, seq, reason, digest, head_at)
-                SELECT u.device_id, u.seq, u.reason, decode(u.digest, 'hex'), (SELECT head FROM revsync_head)
-                FROM unnest(\(devices)::bigint[], \(seqs)::bigint[], \(reasons)::text[], \(digests)::text[]) AS u(device_id, seq, reason, digest)
-                """, logger)
-        }
-        guard !lastSeqs.isEmpty else { return }
-        let devices = Array(lastSeqs.keys), seqs = devices.map { lastSeqs[$0] ?? 0 }
-        try await connection.run(
-            """
-            UPDATE revsync_devices AS d SET last_seq = u.seq FROM unnest(\(devices)::bigint[], \(seqs)::bigint[]) AS u(id, seq)
-            WHERE d.id = u.id
-            """, logger)
-    }
-
-    private func insert(_ entity: String, names: [String], records: [RecordWrite]) async throws {
-        guard let definition = schema.entity(named: entity), !records.isEmpty else { return }
-        let recordset = RecordsetJSON(definition, names: names)
-        let columns = names.map(SQLIdentifier.quoted).joined(separator: ", ")
-        let values = names.map { "r." + SQLIdentifier.quoted($0) }.joined(separator: ", ")
-        try await connection.run(
-            """
-            INSERT INTO \(unescaped: SQLIdentifier.quoted(entity)) (id, revision, rs_writer, rs_other_revision, \(unescaped: columns))
-            SELECT r.id, 0, r.rs_writer, r.rs_other_revision, \(unescaped: values)
-            FROM jsonb_to_recordset(\(recordset.json(records))::jsonb) AS r(\(unescaped: recordset.columnDefinitions))
-            """, logger)
-    }
-
-    /// Sets the attributes and the write history the rules worked out.
-    private func update(_ entity: String, names: [String], records: [RecordWrite]) async throws {
-        guard let definition = schema.entity(named: entity), !records.isEmpty else { return }
-        let recordset = RecordsetJSON(definition, names: names)
-        let assignments = (names.map { "\(SQLIdentifier.quoted($0)) = r.\(SQLIdentifier.quoted($0))" } + [
-            "rs_writer = r.rs_writer", "rs_other_revision = r.rs_other_revision",
-        ]).joined(separator: ", ")
-        try await connection.run(
-            """
-            UPDATE \(unescaped: SQLIdentifier.quoted(entity)) AS t SET \(unescaped: assignments)
-            FROM jsonb_to_recordset(\(recordset.json(records))::jsonb) AS r(\(unescaped: recordset.columnDefinitions))
-            WHERE t.id = r.id
-            """, logger)
-    }
-
-    private func remember(_ writes: [PlannedWrite]) async throws {
+    /// Remembers what each created temporary id became.
+    private func remember(_ writes: [PlannedWrite], in statement: inout BatchStatement) {
         var devices: [Int64] = [], temporary: [Int64] = [], entities: [String] = [], permanent: [Int64] = [], seqs: [Int64] = []
         for write in writes {
             for created in write.plan.createdIds {
@@ -267,28 +216,51 @@ struct PostgresApplyTransaction: ApplyTransaction {
             }
         }
         guard !devices.isEmpty else { return }
-        try await connection.run(
-            """
+        statement.add("""
             INSERT INTO revsync_temp_ids (device_id, temp_id, entity, id, seq)
             SELECT u.device_id, u.temp_id, u.entity, u.id, NULLIF(u.seq, 0)
-            FROM unnest(\(devices)::bigint[], \(temporary)::bigint[], \(entities)::text[], \(permanent)::bigint[], \(seqs)::bigint[])
-                AS u(device_id, temp_id, entity, id, seq)
-            """, logger)
+            FROM unnest(\(statement.bind(devices))::bigint[], \(statement.bind(temporary))::bigint[], \(statement.bind(entities))::text[],
+                \(statement.bind(permanent))::bigint[], \(statement.bind(seqs))::bigint[]) AS u(device_id, temp_id, entity, id, seq)
+            """)
+    }
+
+    /// The rejections' outcomes, and each device's last seq. The change set itself is not kept:
+    /// a retry must carry the same content (its digest), so the retry's own copy serves for the
+    /// fresh corrective set. head_at lets the pruner drop it with the log.
+    private func ledger(rejections: [PlannedRejection], lastSeqs: [Int64: Int64], in statement: inout BatchStatement) throws {
+        if !rejections.isEmpty {
+            let encoder = JSONEncoder()
+            let reasons = try rejections.map { String(decoding: try encoder.encode($0.reason), as: UTF8.self) }
+            statement.add("""
+                INSERT INTO revsync_outcomes (device_id, seq, reason, digest, head_at)
+                SELECT u.device_id, u.seq, u.reason, decode(u.digest, 'hex'), (SELECT head FROM revsync_head)
+                FROM unnest(\(statement.bind(rejections.map(\.device.id)))::bigint[], \(statement.bind(rejections.map(\.seq)))::bigint[],
+                    \(statement.bind(reasons))::text[], \(statement.bind(rejections.map { Self.hex($0.digest) }))::text[]) AS u(device_id, seq, reason, digest)
+                """)
+        }
+        guard !lastSeqs.isEmpty else { return }
+        let devices = lastSeqs.keys.sorted()
+        statement.add("""
+            UPDATE revsync_devices AS d SET last_seq = u.seq
+            FROM unnest(\(statement.bind(devices))::bigint[], \(statement.bind(devices.map { lastSeqs[$0] ?? 0 }))::bigint[]) AS u(id, seq)
+            WHERE d.id = u.id
+            """)
     }
 
     /// Takes the next revisions and stamps them on every written record, the log entries and
-    /// the seqs' outcomes, in one statement: the revision lock is held only from here to COMMIT.
-    func stamp(_ writes: [PlannedWrite]) async throws -> [CommittedEntry] {
-        guard !writes.isEmpty else { return [] }
-        var binds = PostgresBindings()
-        binds.append(Int64(writes.count))
-        binds.append(writes.map(\.device.id))
-        binds.append(writes.map { $0.plan.seq ?? 0 })
-        binds.append(writes.map { String(decoding: $0.plan.body, as: UTF8.self) })
-        binds.append(writes.map { String(decoding: $0.plan.authorBody, as: UTF8.self) })
-        binds.append(writes.map { Self.hex($0.digest) })
-        // $1 revisions, taken at once; the k-th change set of the batch (from 1) gets base + k.
-        var sql = "WITH h AS (UPDATE revsync_head SET head = head + $1 WHERE singleton RETURNING head - $1 AS base)"
+    /// the seqs' outcomes, and writes the ledger, in one statement: the revision lock is held
+    /// only from here to COMMIT.
+    func stamp(_ writes: [PlannedWrite], rejections: [PlannedRejection], lastSeqs: [Int64: Int64]) async throws -> [CommittedEntry] {
+        var statement = BatchStatement()
+        try ledger(rejections: rejections, lastSeqs: lastSeqs, in: &statement)
+        guard !writes.isEmpty else {
+            if !statement.isEmpty { try await connection.run(statement.query(), logger) }
+            return []
+        }
+        // The k-th change set of the batch (from 1) gets base + k.
+        let count = statement.bind(Int64(writes.count))
+        statement.add("UPDATE revsync_head SET head = head + \(count) WHERE singleton RETURNING head - \(count) AS base")
+        let head = "w\(statement.partCount - 1)"
         var written: [String: (ids: [Int64], ks: [Int64])] = [:]
         for (offset, write) in writes.enumerated() {
             for key in write.plan.applied.writtenKeys {
@@ -296,26 +268,30 @@ struct PostgresApplyTransaction: ApplyTransaction {
                 written[key.entity, default: ([], [])].ks.append(Int64(offset + 1))
             }
         }
-        for (index, entity) in written.keys.sorted().enumerated() {
+        for entity in written.keys.sorted() {
             guard let rows = written[entity] else { continue }
-            binds.append(rows.ids)
-            binds.append(rows.ks)
-            sql += """
-                , s\(index) AS (UPDATE \(SQLIdentifier.quoted(entity)) AS t SET revision = h.base + u.k
-                FROM h, unnest($\(binds.count - 1)::bigint[], $\(binds.count)::bigint[]) AS u(id, k) WHERE t.id = u.id)
-                """
+            statement.add("""
+                UPDATE \(SQLIdentifier.quoted(entity)) AS t SET revision = h.base + u.k
+                FROM \(head) AS h, unnest(\(statement.bind(rows.ids))::bigint[], \(statement.bind(rows.ks))::bigint[]) AS u(id, k) WHERE t.id = u.id
+                """)
         }
-        sql += """
-            , e AS (SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[])
-                WITH ORDINALITY AS u(device_id, seq, body, author_body, digest, k)),
-            o AS (INSERT INTO revsync_outcomes (device_id, seq, revision, digest)
-                SELECT e.device_id, e.seq, h.base + e.k, decode(e.digest, 'hex') FROM h, e WHERE e.seq <> 0),
-            l AS (INSERT INTO revsync_log (revision, device_id, seq, body, author_body)
-                SELECT h.base + e.k, e.device_id, NULLIF(e.seq, 0), replace(e.body, chr(1), (h.base + e.k)::text),
-                    replace(e.author_body, chr(1), (h.base + e.k)::text) FROM h, e)
-            SELECT base FROM h
-            """
-        let rows = try await connection.rows(PostgresQuery(unsafeSQL: sql, binds: binds), logger)
+        statement.add("""
+            SELECT * FROM unnest(\(statement.bind(writes.map(\.device.id)))::bigint[], \(statement.bind(writes.map { $0.plan.seq ?? 0 }))::bigint[],
+                \(statement.bind(writes.map { String(decoding: $0.plan.body, as: UTF8.self) }))::text[],
+                \(statement.bind(writes.map { String(decoding: $0.plan.authorBody, as: UTF8.self) }))::text[],
+                \(statement.bind(writes.map { Self.hex($0.digest) }))::text[]) WITH ORDINALITY AS u(device_id, seq, body, author_body, digest, k)
+            """)
+        let entries = "w\(statement.partCount - 1)"
+        statement.add("""
+            INSERT INTO revsync_outcomes (device_id, seq, revision, digest)
+            SELECT e.device_id, e.seq, h.base + e.k, decode(e.digest, 'hex') FROM \(head) AS h, \(entries) AS e WHERE e.seq <> 0
+            """)
+        statement.add("""
+            INSERT INTO revsync_log (revision, device_id, seq, body, author_body)
+            SELECT h.base + e.k, e.device_id, NULLIF(e.seq, 0), replace(e.body, chr(1), (h.base + e.k)::text),
+                replace(e.author_body, chr(1), (h.base + e.k)::text) FROM \(head) AS h, \(entries) AS e
+            """)
+        let rows = try await connection.rows(statement.query(final: "SELECT base FROM \(head)"), logger)
         guard let base = try rows.first?.decode(Int64.self) else {
             throw StoreError.inconsistent("stamping the revisions returned nothing: is revsync_head empty? run `revsync migrate`")
         }
@@ -331,7 +307,10 @@ struct PostgresApplyTransaction: ApplyTransaction {
         }
     }
 
+    /// Each change set written on its own begins with its foreign keys deferred again, so its
+    /// creates may come in any order.
     func savepoint() async throws {
+        try await connection.run("SET CONSTRAINTS ALL DEFERRED", logger)
         try await connection.run("SAVEPOINT change_set", logger)
     }
 

@@ -15,13 +15,6 @@ struct PostgresChangeSetStore: ChangeSetStore {
     /// SQLSTATEs that mean "run the whole transaction again".
     private static let retryableStates: Set<String> = ["40001", "40P01"]
 
-    func read<T: Sendable>(_ body: @escaping @Sendable (any LedgerReading) async throws -> T) async throws -> T {
-        let schema = self.schema, logger = database.logger
-        return try await database.withConnection { connection in
-            try await body(PostgresApplyTransaction(connection: connection, schema: schema, logger: logger, delay: nil))
-        }
-    }
-
     func transaction<T: Sendable>(_ body: @escaping @Sendable (any ApplyTransaction) async throws -> T) async throws -> T {
         let schema = self.schema, logger = database.logger, delay = delayAfterStamp
         var attempt = 0

@@ -3,12 +3,8 @@ import RevsyncWire
 
 /// What the server keeps of a device's seqs, read without locks.
 package protocol LedgerReading {
-    /// The last seq handled for the device; `SyncRefusal.deviceGone` when it no longer exists.
-    func lastSeq(_ device: Device) async throws -> Int64
     /// The device's temporary ids among `ids`, with what they became.
     func mappings(_ ids: Set<Int64>, device: Device) async throws -> [Int64: TemporaryIdMapping]
-    /// Stored content digests by seq; a seq whose outcome is from before digests maps to nil, a pruned one is absent.
-    func digests(_ seqs: [Int64], device: Device) async throws -> [Int64: [UInt8]?]
     /// The lowest temporary id the server has mapped for the device, 0 for none.
     func lowestTemporaryId(_ device: Device) async throws -> Int64
 }
@@ -91,22 +87,19 @@ package protocol ApplyTransaction: LedgerReading {
     /// created ids. A rule the database itself enforces (a foreign key, a unique value)
     /// throws `ConflictReason`; what was written is then undone only by a savepoint or a rollback.
     func writeRecords(_ writes: [PlannedWrite]) async throws
-    /// Remembers the rejections' outcomes and moves each device's last seq.
-    func writeLedger(rejections: [PlannedRejection], lastSeqs: [Int64: Int64]) async throws
     /// Takes the next `writes.count` revisions, in order, and stamps them on the written
-    /// records, the log entries and the seqs' outcomes: the revision lock is taken here, last,
-    /// and held only until COMMIT.
-    func stamp(_ writes: [PlannedWrite]) async throws -> [CommittedEntry]
+    /// records, the log entries and the seqs' outcomes; remembers the rejections' outcomes and
+    /// moves each device's last seq. The revision lock is taken here, last, and held only
+    /// until COMMIT; without writes no revision is taken.
+    func stamp(_ writes: [PlannedWrite], rejections: [PlannedRejection], lastSeqs: [Int64: Int64]) async throws -> [CommittedEntry]
     /// Subtransactions, for a batch whose writes PostgreSQL refused: each change set is then
     /// written on its own, and one that fails is undone alone.
     func savepoint() async throws
     func rollbackToSavepoint() async throws
 }
 
-/// Where change sets are applied: a transaction per batch, and unlocked reads for the pre-checks.
+/// Where change sets are applied: a transaction per batch.
 package protocol ChangeSetStore: Sendable {
-    /// Runs `body` on one connection, outside a transaction.
-    func read<T: Sendable>(_ body: @escaping @Sendable (any LedgerReading) async throws -> T) async throws -> T
     /// Runs `body` in one transaction (again when the database reports a deadlock); rolls back when it throws.
     func transaction<T: Sendable>(_ body: @escaping @Sendable (any ApplyTransaction) async throws -> T) async throws -> T
 }

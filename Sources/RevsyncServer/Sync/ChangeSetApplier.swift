@@ -80,11 +80,29 @@ struct ChangeSetApplier: Sendable {
         var footprint = BatchFootprint()
         var lastSeq = locks.mapValues(\.lastSeq)
         var stages: [Stage] = []
+        // A request's seqs are admitted together, before any of them applies: a gap refuses it whole.
+        var admitted: [Int: SyncRefusal?] = [:]
+        // Behind a deferred change set of a device, its later ones wait too.
+        var waiting: Set<Int64> = []
         for item in items {
             let device = item.device.id
             guard let lock = locks[device] else { stages.append(.result(.failed(SyncRefusal.deviceGone))); continue }
             if lock.revoked { stages.append(.result(.failed(SyncRefusal.deviceRevoked))); continue }
-            if footprint.blocks(device: device, temporaryIds: item.temporaryIds) { stages.append(.result(.deferred)); continue }
+            if waiting.contains(device) || footprint.blocks(device: device, temporaryIds: item.temporaryIds) {
+                waiting.insert(device)
+                stages.append(.result(.deferred))
+                continue
+            }
+            if admitted[item.job] == nil {
+                let seqs = items.filter { $0.job == item.job }.compactMap(\.changeSet.seq)
+                do {
+                    _ = try SeqRules.admit(seqs, last: lastSeq[device] ?? 0)
+                    admitted[item.job] = .some(nil)
+                } catch {
+                    admitted[item.job] = error
+                }
+            }
+            if case .some(.some(let refusal)) = admitted[item.job] { stages.append(.result(.failed(refusal))); continue }
             let mapped = known[device] ?? [:]
             let digest = SeqDigest.of(item.changeSet, known: mapped, schema: schema)
             if let seq = item.changeSet.seq {
@@ -97,7 +115,12 @@ struct ChangeSetApplier: Sendable {
                 }
                 if admission == .repeated {
                     // Handled earlier in this batch: its outcome is stored once the batch commits.
-                    stages.append(footprint.handled(device: device, seq: seq) ? .result(.deferred) : .repeated(seq: seq, last: lock.lastSeq, digest: digest))
+                    if footprint.handled(device: device, seq: seq) {
+                        waiting.insert(device)
+                        stages.append(.result(.deferred))
+                    } else {
+                        stages.append(.repeated(seq: seq, last: lock.lastSeq, digest: digest))
+                    }
                     continue
                 }
                 lastSeq[device] = seq
@@ -205,14 +228,10 @@ struct ChangeSetApplier: Sendable {
         let seqs = winners.compactMap { winner in winner.write.plan.seq.map { (winner.write.device.id, $0) } }
             + rejections.map { ($0.rejection.device.id, $0.rejection.seq) }
         for (device, seq) in seqs { handled[device] = max(handled[device] ?? 0, seq) }
-        if !rejections.isEmpty || !handled.isEmpty {
-            try await transaction.writeLedger(rejections: rejections.sorted { $0.index < $1.index }.map(\.rejection), lastSeqs: handled)
-        }
-        if !winners.isEmpty {
-            let entries = try await transaction.stamp(winners.map(\.write))
-            for (winner, entry) in zip(winners, entries) {
-                results[winner.index] = .done(.applied(revision: entry.revision, seq: items[winner.index].changeSet.seq, entry: entry))
-            }
+        let entries = try await transaction.stamp(
+            winners.map(\.write), rejections: rejections.sorted { $0.index < $1.index }.map(\.rejection), lastSeqs: handled)
+        for (winner, entry) in zip(winners, entries) {
+            results[winner.index] = .done(.applied(revision: entry.revision, seq: items[winner.index].changeSet.seq, entry: entry))
         }
         return results
     }

@@ -7,7 +7,6 @@ import RevsyncWire
 /// then answers with the catch-up, acknowledgements and corrective sets.
 package struct SyncService: Sendable {
     let committer: Committer
-    let seqCheck: SeqCheck
     let changeLog: any ChangeLog
     let corrections: CorrectionBuilder
     let limits: ServerSettings.Limits
@@ -19,7 +18,6 @@ package struct SyncService: Sendable {
     ) {
         committer = Committer(
             applier: ChangeSetApplier(store: changeSets, schema: schema, limits: limits), batchSize: commitBatchSize, batchWait: commitBatchWait)
-        seqCheck = SeqCheck(store: changeSets, schema: schema)
         corrections = CorrectionBuilder(records: records, schema: schema)
         self.changeLog = changeLog
         self.limits = limits
@@ -29,7 +27,9 @@ package struct SyncService: Sendable {
     /// The response body of one exchange: what the device missed, acknowledgements and corrective sets.
     package func sync(_ request: SyncRequest, device: Device, logger: Logger) async throws -> ByteBuffer {
         try RequestRules.check(request, maxChangeSets: limits.maxChangeSetsPerRequest, maxOperations: limits.maxOperationsPerRequest)
-        try await seqCheck.check(request.changeSets, device: device)
+        // The rest of the seq rules are checked under the device's lock, in the batch: a gap or a
+        // reused seq refuses the request before any of its change sets applies.
+        try SeqRules.checkOrder(request.changeSets.compactMap(\.seq))
         var state = try await changeLog.state()
         // A cached head may lag (or have been set back): ask PostgreSQL before refusing.
         if request.maxRevision > state.head { state = try await changeLog.authoritativeState() }

@@ -31,10 +31,6 @@ package final class InMemoryDataset: ChangeSetStore, ChangeLog, RecordStore, Dev
 
     // MARK: ChangeSetStore
 
-    package func read<T: Sendable>(_ body: @escaping @Sendable (any LedgerReading) async throws -> T) async throws -> T {
-        try await body(InMemoryTransaction(state: state.withLock { $0 }, schema: schema))
-    }
-
     package func transaction<T: Sendable>(_ body: @escaping @Sendable (any ApplyTransaction) async throws -> T) async throws -> T {
         try await writers.run { [self] in
             let transaction = InMemoryTransaction(state: state.withLock { $0 }, schema: schema)

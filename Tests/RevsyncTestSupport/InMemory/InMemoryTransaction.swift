@@ -23,11 +23,6 @@ final class InMemoryTransaction: ApplyTransaction, RecordReading, Sendable {
 
     // MARK: LedgerReading
 
-    func lastSeq(_ device: Device) async throws -> Int64 {
-        guard let row = read({ $0.devices[device.id] }) else { throw SyncRefusal.deviceGone }
-        return row.lastSeq
-    }
-
     func mappings(_ ids: Set<Int64>, device: Device) async throws -> [Int64: TemporaryIdMapping] {
         read { state in
             var known: [Int64: TemporaryIdMapping] = [:]
@@ -35,16 +30,6 @@ final class InMemoryTransaction: ApplyTransaction, RecordReading, Sendable {
                 if let mapping = state.temporaryIds[device.id]?[id] { known[id] = TemporaryIdMapping(entity: mapping.entity, id: mapping.id) }
             }
             return known
-        }
-    }
-
-    func digests(_ seqs: [Int64], device: Device) async throws -> [Int64: [UInt8]?] {
-        read { state in
-            var digests: [Int64: [UInt8]?] = [:]
-            for seq in seqs {
-                if let outcome = state.outcomes[device.id]?[seq] { digests[seq] = outcome.digest }
-            }
-            return digests
         }
     }
 
@@ -155,19 +140,14 @@ final class InMemoryTransaction: ApplyTransaction, RecordReading, Sendable {
         }
     }
 
-    func writeLedger(rejections: [PlannedRejection], lastSeqs: [Int64: Int64]) async throws {
+    func stamp(_ writes: [PlannedWrite], rejections: [PlannedRejection], lastSeqs: [Int64: Int64]) async throws -> [CommittedEntry] {
         working.withLock { state in
             for rejection in rejections {
                 state.outcomes[rejection.device.id, default: [:]][rejection.seq] = .init(
                     revision: nil, reason: rejection.reason, digest: rejection.digest, headAt: state.head)
             }
             for (device, seq) in lastSeqs { state.devices[device]?.lastSeq = seq }
-        }
-    }
-
-    func stamp(_ writes: [PlannedWrite]) async throws -> [CommittedEntry] {
-        working.withLock { state in
-            writes.map { write in
+            return writes.map { write in
                 let plan = write.plan
                 state.head += 1
                 let revision = state.head
