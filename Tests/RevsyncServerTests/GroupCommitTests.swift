@@ -47,6 +47,35 @@ import Testing
         }
     }
 
+    @Test func aConstraintCheckedAtCommitRejectsOnlyTheChangeSetThatBrokeIt() async throws {
+        try await withTestServer(configure: { $0.commitBatchWait = .milliseconds(300) }) { harness in
+            // Checked at COMMIT, as the dataset's foreign keys are: the whole batch rolls back
+            // there, and runs again with a savepoint per change set.
+            _ = try await harness.rows("ALTER TABLE notes ADD CONSTRAINT one_body UNIQUE (body) DEFERRABLE INITIALLY DEFERRED")
+            var devices: [TestDevice] = []
+            for name in ["a", "b", "c"] { devices.append(try await harness.register("member", name: name)) }
+            let bodies = ["same", "same", "other"]
+            let responses = try await withThrowingTaskGroup(of: (Int, SyncResponse).self) { group in
+                for (index, device) in devices.enumerated() {
+                    group.addTask {
+                        try await Task.sleep(for: .milliseconds(20 * index))
+                        let set = changeSet(seq: 1, ("notes", EntityChanges(create: [-1], attributes: [-1: ["body": .string(bodies[index]), "pinned": false]])))
+                        return (index, try await harness.sync(device, from: 0, [set]))
+                    }
+                }
+                var all: [Int: SyncResponse] = [:]
+                for try await (index, response) in group { all[index] = response }
+                return all
+            }
+            #expect(responses[0]?.committed.first(where: { $0.seq == 1 })?.revision == 1)
+            #expect(responses[1]?.corrective.first?.reason?.code == .invalid)
+            #expect(responses[2]?.committed.first(where: { $0.seq == 1 })?.revision == 2)
+            #expect(try await harness.head() == 2)
+            let notes = try await harness.rows("SELECT body FROM notes ORDER BY id").map { try $0.decode(String.self) }
+            #expect(notes == ["same", "other"])
+        }
+    }
+
     @Test func aCommitSlowerThanTheTimeoutIsAnsweredWithItsAcknowledgementNotA503() async throws {
         // The pause sits between the stamp and COMMIT, where no statement runs: only a timer in
         // the server could cut it short, and its COMMIT would still go through.

@@ -50,7 +50,7 @@ struct PostgresApplyTransaction: ApplyTransaction {
         return locks
     }
 
-    func mappings(_ wanted: [Int64: Set<Int64>]) async throws -> [Int64: [Int64: TemporaryIdMapping]] {
+    func mappings(_ wanted: [Int64: Set<Int64>], allocating counts: [String: Int]) async throws -> (known: [Int64: [Int64: TemporaryIdMapping]], ids: [String: [Int64]]) {
         var devices: [Int64] = [], temporary: [Int64] = []
         for (device, ids) in wanted {
             for id in ids {
@@ -58,18 +58,29 @@ struct PostgresApplyTransaction: ApplyTransaction {
                 temporary.append(id)
             }
         }
-        guard !devices.isEmpty else { return [:] }
+        let allocating = counts.filter { $0.value > 0 }.sorted { $0.key < $1.key }
+        guard !devices.isEmpty || !allocating.isEmpty else { return ([:], [:]) }
+        let entities = allocating.map(\.key), numbers = allocating.map { Int64($0.value) }
+        // Mappings carry their device (ids from 1); new ids come as device 0.
         let rows = try await connection.rows(
             """
             SELECT t.device_id, t.temp_id, t.entity, t.id FROM unnest(\(devices)::bigint[], \(temporary)::bigint[]) AS u(device_id, temp_id)
             JOIN revsync_temp_ids AS t USING (device_id, temp_id)
+            UNION ALL
+            SELECT 0, 0, u.entity, nextval(pg_get_serial_sequence(quote_ident(u.entity), 'id'))
+            FROM unnest(\(entities)::text[], \(numbers)::bigint[]) AS u(entity, n), generate_series(1, u.n)
             """, logger)
         var known: [Int64: [Int64: TemporaryIdMapping]] = [:]
+        var ids: [String: [Int64]] = [:]
         for row in rows {
             let (device, temporaryId, entity, id) = try row.decode((Int64, Int64, String, Int64).self)
-            known[device, default: [:]][temporaryId] = TemporaryIdMapping(entity: entity, id: id)
+            if device == 0 {
+                ids[entity, default: []].append(id)
+            } else {
+                known[device, default: [:]][temporaryId] = TemporaryIdMapping(entity: entity, id: id)
+            }
         }
-        return known
+        return (known, ids.mapValues { $0.sorted() })
     }
 
     func storedOutcome(seq: Int64, device: Device) async throws -> StoredOutcome? {
@@ -127,23 +138,6 @@ struct PostgresApplyTransaction: ApplyTransaction {
         }
     }
 
-    func allocateIds(_ counts: [String: Int]) async throws -> [String: [Int64]] {
-        let wanted = counts.filter { $0.value > 0 }.sorted { $0.key < $1.key }
-        guard !wanted.isEmpty else { return [:] }
-        let entities = wanted.map(\.key), numbers = wanted.map { Int64($0.value) }
-        let rows = try await connection.rows(
-            """
-            SELECT u.entity, nextval(pg_get_serial_sequence(quote_ident(u.entity), 'id'))
-            FROM unnest(\(entities)::text[], \(numbers)::bigint[]) AS u(entity, n), generate_series(1, u.n)
-            """, logger)
-        var ids: [String: [Int64]] = [:]
-        for row in rows {
-            let (entity, id) = try row.decode((String, Int64).self)
-            ids[entity, default: []].append(id)
-        }
-        return ids.mapValues { $0.sorted() }
-    }
-
     // MARK: Writes
 
     func writeRecords(_ writes: [PlannedWrite]) async throws {
@@ -195,11 +189,16 @@ struct PostgresApplyTransaction: ApplyTransaction {
         guard !statement.isEmpty else { return }
         do {
             try await connection.run(statement.query(), logger)
-            // Foreign keys are deferred so creates may come in any order; check them now, before the revision lock.
+        } catch {
+            throw Self.conflict(from: error) ?? error
+        }
+    }
+
+    func checkConstraints() async throws {
+        do {
             try await connection.run("SET CONSTRAINTS ALL IMMEDIATE", logger)
         } catch {
-            guard let reason = Self.conflict(from: error) else { throw error }
-            throw reason
+            throw Self.conflict(from: error) ?? error
         }
     }
 
@@ -330,7 +329,7 @@ struct PostgresApplyTransaction: ApplyTransaction {
     }
 
     /// A constraint PostgreSQL enforced as a safety net, as the conflict it means.
-    private static func conflict(from error: any Error) -> ConflictReason? {
+    static func conflict(from error: any Error) -> ConflictReason? {
         if let reason = error as? ConflictReason { return reason }
         guard let error = error as? PSQLError, let state = error.sqlState else { return nil }
         return ConflictRules.enforcedByDatabase(

@@ -26,6 +26,10 @@ struct PostgresChangeSetStore: ChangeSetStore {
                 }
             } catch let error where attempt < 5 && error.sqlState.map(Self.retryableStates.contains) == true {
                 logger.debug("retrying change set after a deadlock", metadata: ["attempt": "\(attempt)"])
+            } catch let error as PSQLError {
+                // A deferred foreign key checked at COMMIT: the batch rolled back, and the caller
+                // runs it again with a savepoint per change set.
+                throw PostgresApplyTransaction.conflict(from: error) ?? error
             }
         }
     }

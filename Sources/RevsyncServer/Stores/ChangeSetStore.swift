@@ -72,8 +72,9 @@ package protocol ApplyTransaction: LedgerReading {
     /// Locks the devices' rows, in id order, so that a device's change sets apply one batch
     /// at a time and a revocation waits for them; gone devices are absent.
     func lockDevices(_ ids: [Int64]) async throws -> [Int64: DeviceLock]
-    /// Every device's temporary ids among those asked, with what they became.
-    func mappings(_ wanted: [Int64: Set<Int64>]) async throws -> [Int64: [Int64: TemporaryIdMapping]]
+    /// Every device's temporary ids among those asked, with what they became; and new
+    /// permanent ids, ascending, as many per entity as asked (one round trip for both).
+    func mappings(_ wanted: [Int64: Set<Int64>], allocating counts: [String: Int]) async throws -> (known: [Int64: [Int64: TemporaryIdMapping]], ids: [String: [Int64]])
     func storedOutcome(seq: Int64, device: Device) async throws -> StoredOutcome?
     /// Locks the records against other writers and returns their versions; missing ones are absent.
     func lockVersions(_ keys: [RecordKey]) async throws -> [RecordKey: RecordVersion]
@@ -81,12 +82,14 @@ package protocol ApplyTransaction: LedgerReading {
     func lockReferenced(_ keys: [RecordKey]) async throws -> Set<RecordKey>
     /// Locks and returns the records of `relation.child` whose `relation.attribute` is one of `parents`.
     func lockChildren(_ relation: Relation, parents: [Int64]) async throws -> [ApplyPlanner.Child]
-    /// New permanent ids, ascending, as many per entity as asked.
-    func allocateIds(_ counts: [String: Int]) async throws -> [String: [Int64]]
     /// Writes the records of `writes` (whose footprints do not overlap) and remembers their
-    /// created ids. A rule the database itself enforces (a foreign key, a unique value)
-    /// throws `ConflictReason`; what was written is then undone only by a savepoint or a rollback.
+    /// created ids. A rule the database itself enforces (a unique value, a CHECK) throws
+    /// `ConflictReason`, here, at `checkConstraints`, or at COMMIT for foreign keys, which
+    /// are deferred so that creates may come in any order; what was written is then undone
+    /// only by a savepoint or a rollback.
     func writeRecords(_ writes: [PlannedWrite]) async throws
+    /// Checks the deferred foreign keys now (throws `ConflictReason`), for a change set written on its own.
+    func checkConstraints() async throws
     /// Takes the next `writes.count` revisions, in order, and stamps them on the written
     /// records, the log entries and the seqs' outcomes; remembers the rejections' outcomes and
     /// moves each device's last seq. The revision lock is taken here, last, and held only

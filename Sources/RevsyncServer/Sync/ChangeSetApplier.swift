@@ -57,7 +57,9 @@ struct ChangeSetApplier: Sendable {
         let applier = self
         do {
             return try await store.transaction { try await applier.run(items, isolated: false, in: $0) }
-        } catch is DatabaseRefusedBatch {
+        } catch is ConflictReason {
+            // PostgreSQL refused the batch's writes as a whole (the rules decide rejections as
+            // values, so only the database throws one): run it again, each winner at its own savepoint.
             return try await store.transaction { try await applier.run(items, isolated: true, in: $0) }
         }
     }
@@ -72,9 +74,15 @@ struct ChangeSetApplier: Sendable {
 
     private func run(_ items: [BatchItem], isolated: Bool, in transaction: any ApplyTransaction) async throws -> [BatchResult] {
         let locks = try await transaction.lockDevices(Set(items.map(\.device.id)).sorted())
-        var wanted: [Int64: Set<Int64>] = [:]
-        for item in items { wanted[item.device.id, default: []].formUnion(item.temporaryIds) }
-        let known = try await transaction.mappings(wanted)
+        var wanted: [Int64: Set<Int64>] = [:], creates: [String: Int] = [:]
+        for item in items {
+            wanted[item.device.id, default: []].formUnion(item.temporaryIds)
+            // Ids for every valid create; those of sets rejected later are never used, as after a rollback.
+            if case .success(let normalized) = item.validation {
+                for create in normalized.creates { creates[create.entity, default: 0] += 1 }
+            }
+        }
+        var (known, ids) = try await transaction.mappings(wanted, allocating: creates)
 
         // First pass, on the devices' rows and mappings: seqs, digests, temporary ids.
         var footprint = BatchFootprint()
@@ -133,15 +141,13 @@ struct ChangeSetApplier: Sendable {
         }
 
         // The records of all of them, locked in a few statements.
-        var lockTargets: Set<RecordKey> = [], referenced: Set<RecordKey> = [], creates: [String: Int] = [:]
+        var lockTargets: Set<RecordKey> = [], referenced: Set<RecordKey> = []
         for case .resolved(let resolved, _) in stages {
             lockTargets.formUnion(ApplyPlanner.lockTargets(resolved))
             referenced.formUnion(resolved.referencedRecords)
-            for create in resolved.creates { creates[create.entity, default: 0] += 1 }
         }
         let versions = try await transaction.lockVersions(lockTargets.sorted())
         let existing = try await transaction.lockReferenced(referenced.sorted())
-        var ids = try await transaction.allocateIds(creates)
 
         // Second pass, in queue order: the rules on those facts.
         footprint = BatchFootprint()
@@ -204,6 +210,7 @@ struct ChangeSetApplier: Sendable {
                 try await transaction.savepoint()
                 do {
                     try await transaction.writeRecords([winner.write])
+                    try await transaction.checkConstraints()
                     kept.append(winner)
                 } catch let reason as ConflictReason {
                     try await transaction.rollbackToSavepoint()
@@ -216,11 +223,8 @@ struct ChangeSetApplier: Sendable {
             }
             winners = kept
         } else if !winners.isEmpty {
-            do {
-                try await transaction.writeRecords(winners.map(\.write))
-            } catch is ConflictReason {
-                throw DatabaseRefusedBatch()
-            }
+            // A refusal here, or at COMMIT, escapes as `ConflictReason` and the batch runs again isolated.
+            try await transaction.writeRecords(winners.map(\.write))
         }
 
         // Each device's last seq moves to the highest it had handled here.
@@ -314,9 +318,6 @@ struct ChangeSetApplier: Sendable {
         return .done(.repeatedRejection(reason, stored.changeSet ?? sent))
     }
 }
-
-/// PostgreSQL refused the writes of a batch as a whole: run it again, each winner at its own savepoint.
-struct DatabaseRefusedBatch: Error {}
 
 /// The content digest that makes a seq name one change set forever: SHA-256 of its canonical
 /// form, with the device's mapped temporary ids resolved.

@@ -49,8 +49,8 @@ final class InMemoryTransaction: ApplyTransaction, RecordReading, Sendable {
         }
     }
 
-    func mappings(_ wanted: [Int64: Set<Int64>]) async throws -> [Int64: [Int64: TemporaryIdMapping]] {
-        read { state in
+    func mappings(_ wanted: [Int64: Set<Int64>], allocating counts: [String: Int]) async throws -> (known: [Int64: [Int64: TemporaryIdMapping]], ids: [String: [Int64]]) {
+        let known = read { state in
             var known: [Int64: [Int64: TemporaryIdMapping]] = [:]
             for (device, ids) in wanted {
                 for id in ids {
@@ -61,6 +61,17 @@ final class InMemoryTransaction: ApplyTransaction, RecordReading, Sendable {
             }
             return known
         }
+        // Like a sequence, ids once handed out are never handed out again, even after a rollback.
+        let ids = working.withLock { state in
+            var ids: [String: [Int64]] = [:]
+            for (entity, count) in counts where count > 0 {
+                let first = (state.lastId[entity] ?? 0) + 1
+                state.lastId[entity] = first + Int64(count) - 1
+                ids[entity] = Array(first..<(first + Int64(count)))
+            }
+            return ids
+        }
+        return (known, ids)
     }
 
     func storedOutcome(seq: Int64, device: Device) async throws -> StoredOutcome? {
@@ -92,19 +103,6 @@ final class InMemoryTransaction: ApplyTransaction, RecordReading, Sendable {
                 guard case .integer(let parent)? = row.values[relation.attribute], parentSet.contains(parent) else { return nil }
                 return ApplyPlanner.Child(id: id, parent: parent, version: RecordVersion(revision: row.revision, writer: row.writer, otherRevision: row.otherRevision))
             }.sorted { $0.id < $1.id }
-        }
-    }
-
-    func allocateIds(_ counts: [String: Int]) async throws -> [String: [Int64]] {
-        // Like a sequence, ids once handed out are never handed out again, even after a rollback.
-        working.withLock { state in
-            var ids: [String: [Int64]] = [:]
-            for (entity, count) in counts where count > 0 {
-                let first = (state.lastId[entity] ?? 0) + 1
-                state.lastId[entity] = first + Int64(count) - 1
-                ids[entity] = Array(first..<(first + Int64(count)))
-            }
-            return ids
         }
     }
 
@@ -162,6 +160,9 @@ final class InMemoryTransaction: ApplyTransaction, RecordReading, Sendable {
             }
         }
     }
+
+    /// `writeRecords` already checked every reference.
+    func checkConstraints() async throws {}
 
     func savepoint() async throws {
         let copy = working.withLock { $0 }
