@@ -20,7 +20,7 @@ public struct PostgresChangeLog: ChangeLog {
 
     public func authoritativeState() async throws -> LogState { try await state() }
 
-    public func didCommit(_ entry: CommittedEntry) async {}
+    public func didCommit(_ entries: [CommittedEntry]) async {}
 
     public func entries(after revision: Int64, through head: Int64, for device: Device, limits: CatchUpLimits) async throws -> CatchUpPage {
         let logger = database.logger

@@ -234,20 +234,27 @@ public final class RedisChangeLog: ChangeLog {
         try await postgres.authorEntries(revisions, for: device)
     }
 
-    public func didCommit(_ entry: CommittedEntry) async {
-        let size = Double(entry.body.readableBytes + entry.authorBody.readableBytes + 12)
-        averageEntryBytes.withLock { $0 = $0 * 0.99 + size * 0.01 }
-        guard let keys = usableKeys else { return }
-        var commands = CachedEntry.setCommands(entry, keys: keys)
-        let evicted = entry.revision - window
-        if evicted > 0 {
-            commands.append([ByteBuffer(string: "DEL"), ByteBuffer(string: keys.entry(evicted)), ByteBuffer(string: keys.author(evicted))])
+    public func didCommit(_ entries: [CommittedEntry]) async {
+        guard let last = entries.last else { return }
+        for entry in entries {
+            let size = Double(entry.body.readableBytes + entry.authorBody.readableBytes + 12)
+            averageEntryBytes.withLock { $0 = $0 * 0.99 + size * 0.01 }
         }
+        guard let keys = usableKeys else { return }
+        var commands: [[ByteBuffer]] = []
+        for entry in entries {
+            commands += CachedEntry.setCommands(entry, keys: keys)
+            let evicted = entry.revision - window
+            if evicted > 0 {
+                commands.append([ByteBuffer(string: "DEL"), ByteBuffer(string: keys.entry(evicted)), ByteBuffer(string: keys.author(evicted))])
+            }
+        }
+        // The entries first, then the head, in one round trip for the whole batch: a reader
+        // that sees the new head finds the entries (or backfills them).
+        commands.append(["EVAL", Self.raiseScript, "1", keys.head, String(last.revision)].map { ByteBuffer(string: $0) })
         do {
             _ = try await redis.pipeline(commands)
-            // The entry first, then the head: a reader that sees the new head finds the entry (or backfills it).
-            _ = try await redis.eval(script: Self.raiseScript, keys: [keys.head], args: [String(entry.revision)])
-            metrics.recordCache("writes")
+            metrics.recordCache("writes", count: entries.count)
             health.succeeded()
         } catch {
             health.failed(error)

@@ -38,6 +38,7 @@ public protocol ChangeLog: Sendable {
     func entries(after revision: Int64, through head: Int64, for device: Device, limits: CatchUpLimits) async throws -> CatchUpPage
     /// The author's form of the given revisions (acknowledgements the device asks for again).
     func authorEntries(_ revisions: [Int64], for device: Device) async throws -> [LogEntry]
-    /// Called after a change set committed; must not fail the request.
-    func didCommit(_ entry: CommittedEntry) async
+    /// Called after a batch committed, with its entries in revision order, before any of its
+    /// requests is answered; must not fail them.
+    func didCommit(_ entries: [CommittedEntry]) async
 }

@@ -14,12 +14,15 @@ import RevsyncWire
 /// writes) go first in the next batch, before requests that arrived later.
 struct Committer: Sendable {
     let applier: ChangeSetApplier
+    /// Learns each batch's entries (the cache) before its requests are answered.
+    let changeLog: any ChangeLog
     let queue: CommitQueue
     /// A leader waits this long before taking its batch, to let more requests join (0: none).
     let batchWait: Duration
 
-    init(applier: ChangeSetApplier, batchSize: Int, batchWait: Duration) {
+    init(applier: ChangeSetApplier, changeLog: any ChangeLog, batchSize: Int, batchWait: Duration) {
         self.applier = applier
+        self.changeLog = changeLog
         queue = CommitQueue(batchSize: min(ChangeSetApplier.maxBatch, max(1, batchSize)))
         self.batchWait = batchWait
     }
@@ -45,6 +48,9 @@ struct Committer: Sendable {
         let batch = await queue.takeBatch()
         do {
             let results = try await applier.apply(batch.items)
+            await changeLog.didCommit(results.compactMap {
+                if case .done(.applied(_, _, let entry)) = $0 { entry } else { nil }
+            })
             await queue.settle(batch, results: results)
         } catch {
             // The transaction failed as a whole (PostgreSQL went away, retries ran out): nothing committed.

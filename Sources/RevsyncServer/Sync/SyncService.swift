@@ -17,7 +17,8 @@ package struct SyncService: Sendable {
         limits: ServerSettings.Limits, metrics: ServerMetrics, commitBatchSize: Int = ChangeSetApplier.maxBatch, commitBatchWait: Duration = .zero
     ) {
         committer = Committer(
-            applier: ChangeSetApplier(store: changeSets, schema: schema, limits: limits), batchSize: commitBatchSize, batchWait: commitBatchWait)
+            applier: ChangeSetApplier(store: changeSets, schema: schema, limits: limits), changeLog: changeLog,
+            batchSize: commitBatchSize, batchWait: commitBatchWait)
         corrections = CorrectionBuilder(records: records, schema: schema)
         self.changeLog = changeLog
         self.limits = limits
@@ -41,7 +42,6 @@ package struct SyncService: Sendable {
         let duration = ContinuousClock.now - applying
         for (changeSet, outcome) in zip(request.changeSets, outcomes) {
             metrics.recordApply(outcome, changeSet: changeSet, duration: duration)
-            if case .applied(_, _, let entry) = outcome { await changeLog.didCommit(entry) }
             logger.debug("change set handled", metadata: ["seq": "\(changeSet.seq.map(String.init) ?? "-")", "outcome": "\(outcome)"])
         }
 

@@ -76,7 +76,7 @@ package final class InMemoryDataset: ChangeSetStore, ChangeLog, RecordStore, Dev
         }
     }
 
-    package func didCommit(_ entry: CommittedEntry) async {}
+    package func didCommit(_ entries: [CommittedEntry]) async {}
 
     // MARK: DeviceDirectory
 
