@@ -22,7 +22,9 @@ public struct PostgresChangeLog: ChangeLog {
 
     public func didCommit(_ entries: [CommittedEntry]) async {}
 
-    public func entries(after revision: Int64, through head: Int64, for device: Device, limits: CatchUpLimits) async throws -> CatchUpPage {
+    public func entries(
+        after revision: Int64, through head: Int64, for device: Device, limits: CatchUpLimits, authored: [Int64: ByteBuffer] = [:]
+    ) async throws -> CatchUpPage {
         let logger = database.logger
         let count = limits.maxChangeSets + 1
         let rows = try await database.withConnection { connection in

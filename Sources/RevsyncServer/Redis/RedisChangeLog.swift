@@ -161,19 +161,26 @@ public final class RedisChangeLog: ChangeLog {
         return state
     }
 
-    public func entries(after revision: Int64, through head: Int64, for device: Device, limits: CatchUpLimits) async throws -> CatchUpPage {
+    public func entries(
+        after revision: Int64, through head: Int64, for device: Device, limits: CatchUpLimits, authored: [Int64: ByteBuffer] = [:]
+    ) async throws -> CatchUpPage {
         guard let keys = usableKeys else { return try await postgres.entries(after: revision, through: head, for: device, limits: limits) }
         let last = CatchUpRules.lastWanted(after: revision, through: head, limits: limits)
         guard last > revision else { return CatchUpPage(entries: [], more: false, source: "redis") }
         let wanted = Array((revision + 1)...last)
         var bodies: [Int64: (device: Int64, body: ByteBuffer)] = [:]
+        // The requester's own change sets go to it in their author form; those it just committed it holds.
         var authorBodies: [Int64: ByteBuffer] = [:]
+        for (number, body) in authored where number > revision && number <= last {
+            bodies[number] = (device.id, body)
+            authorBodies[number] = body
+        }
         do {
-            for (number, value) in zip(wanted, try await redis.mget(wanted.map(keys.entry))) {
+            let unknown = wanted.filter { authored[$0] == nil }
+            for (number, value) in zip(unknown, try await redis.mget(unknown.map(keys.entry))) {
                 if let value, let decoded = CachedEntry.decodePublic(value) { bodies[number] = decoded }
             }
-            // The requester's own change sets go to it in their author form.
-            let own = wanted.filter { bodies[$0]?.device == device.id }
+            let own = unknown.filter { bodies[$0]?.device == device.id }
             if !own.isEmpty {
                 for (number, value) in zip(own, try await redis.mget(own.map(keys.author))) where value != nil {
                     authorBodies[number] = value

@@ -35,7 +35,11 @@ public protocol ChangeLog: Sendable {
     /// The head and horizon as PostgreSQL has them.
     func authoritativeState() async throws -> LogState
     /// Entries after `revision` up to `head` (or beyond) in order, gap-free, at least one when any exist.
-    func entries(after revision: Int64, through head: Int64, for device: Device, limits: CatchUpLimits) async throws -> CatchUpPage
+    /// - Parameter authored: the device's own entries the caller holds already (its change sets
+    ///   this request committed), in the author's form; a store may skip reading them.
+    func entries(
+        after revision: Int64, through head: Int64, for device: Device, limits: CatchUpLimits, authored: [Int64: ByteBuffer]
+    ) async throws -> CatchUpPage
     /// The author's form of the given revisions (acknowledgements the device asks for again).
     func authorEntries(_ revisions: [Int64], for device: Device) async throws -> [LogEntry]
     /// Called after a batch committed, with its entries in revision order, before any of its

@@ -47,9 +47,11 @@ package struct SyncService: Sendable {
 
         let started = ContinuousClock.now
         let head = max(state.head, outcomes.compactMap(\.revision).max() ?? 0)
+        var authored: [Int64: ByteBuffer] = [:]
+        for case .applied(let revision, _, let entry) in outcomes { authored[revision] = entry.authorBody }
         let page = try await changeLog.entries(
             after: request.maxRevision, through: head, for: device,
-            limits: CatchUpLimits(maxChangeSets: limits.catchUpMaxChangeSets, maxBytes: limits.catchUpMaxBytes))
+            limits: CatchUpLimits(maxChangeSets: limits.catchUpMaxChangeSets, maxBytes: limits.catchUpMaxBytes), authored: authored)
         let oldAcks = try await repeatedAcknowledgements(outcomes, maxRevision: request.maxRevision, device: device)
         metrics.recordCatchUp(changeSets: page.entries.count, source: page.source, duration: ContinuousClock.now - started)
         let correctives = try await correctiveSets(outcomes, device: device)
