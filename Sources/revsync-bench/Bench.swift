@@ -54,6 +54,11 @@ struct Bench {
         settings.limits.catchUpMaxChangeSets = 20_000
         settings.limits.catchUpMaxBytes = 256 << 20
         settings.databaseConnections = 40
+        // Group commit as the server would run it with the same environment, so batch settings can be compared.
+        if let environment = try? ServerSettings.fromEnvironment() {
+            settings.commitBatchSize = environment.commitBatchSize
+            settings.commitBatchWait = environment.commitBatchWait
+        }
         return settings
     }
 

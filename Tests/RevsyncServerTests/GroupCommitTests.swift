@@ -67,12 +67,14 @@ import Testing
                 for try await (index, response) in group { all[index] = response }
                 return all
             }
-            #expect(responses[0]?.committed.first(where: { $0.seq == 1 })?.revision == 1)
-            #expect(responses[1]?.corrective.first?.reason?.code == .invalid)
-            #expect(responses[2]?.committed.first(where: { $0.seq == 1 })?.revision == 2)
+            // Which of the two "same" arrives first is up to the scheduler: one commits, the other is refused.
+            let same = [responses[0], responses[1]]
+            #expect(same.filter { $0?.committed.contains(where: { $0.seq == 1 }) == true }.count == 1)
+            #expect(same.filter { $0?.corrective.first?.reason?.code == .invalid }.count == 1)
+            #expect(responses[2]?.committed.contains(where: { $0.seq == 1 }) == true)
             #expect(try await harness.head() == 2)
             let notes = try await harness.rows("SELECT body FROM notes ORDER BY id").map { try $0.decode(String.self) }
-            #expect(notes == ["same", "other"])
+            #expect(notes.sorted() == ["other", "same"])
         }
     }
 

@@ -137,7 +137,9 @@ struct ChangeSetApplier: Sendable {
             case .failure(let reason): stages.append(.rejected(reason, digest: digest))
             case .success(let resolved): stages.append(.resolved(resolved, digest: digest))
             }
-            footprint.add(device: device, seq: item.changeSet.seq, created: item.temporaryIds, reads: [], writes: [])
+            // Only the ids it creates: those it merely uses are mapped already, and others may use them too.
+            let creating = (try? item.validation.get())?.creates.map(\.temporaryId) ?? []
+            footprint.add(device: device, seq: item.changeSet.seq, created: creating, reads: [], writes: [])
         }
 
         // The records of all of them, locked in a few statements.

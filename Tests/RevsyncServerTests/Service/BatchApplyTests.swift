@@ -92,6 +92,20 @@ import Testing
         #expect(isDeferred(results[1]))
     }
 
+    @Test func changeSetsOfOneDeviceUsingOneMappedTemporaryIdGoTogether() async throws {
+        let seeded = try await harness.seed()
+        let a = harness.device(2, role: "admin")
+        let team = changeSet(seq: 1, ("teams", EntityChanges(create: [-1], attributes: [-1: ["name": "Owls", "league_id": .integer(seeded.league)]])))
+        _ = try await applier.apply(items([(team, a)]))
+        func player(_ seq: Int64, _ number: Int64) -> ChangeSet {
+            changeSet(seq: seq, ("players", EntityChanges(create: [-seq], attributes: [-seq: ["team_id": -1, "number": .integer(number)]])))
+        }
+        var batch = items([(player(2, 4), a), (player(3, 5), a)])
+        batch[1].job = 0
+        let results = try await applier.apply(batch)
+        #expect(results.compactMap(revision).count == 2, "using a mapped id is a read, not a create: \(results)")
+    }
+
     @Test func aRepeatOfASeqHandledEarlierInTheBatchWaitsForItsOutcome() async throws {
         _ = try await harness.seed()
         let a = harness.device(2)
