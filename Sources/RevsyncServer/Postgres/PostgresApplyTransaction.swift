@@ -16,16 +16,7 @@ struct PostgresApplyTransaction: ApplyTransaction {
     // MARK: LedgerReading
 
     func mappings(_ ids: Set<Int64>, device: Device) async throws -> [Int64: TemporaryIdMapping] {
-        guard !ids.isEmpty else { return [:] }
-        let list = Array(ids)
-        let rows = try await connection.rows(
-            "SELECT temp_id, entity, id FROM revsync_temp_ids WHERE device_id = \(device.id) AND temp_id = ANY(\(list))", logger)
-        var known: [Int64: TemporaryIdMapping] = [:]
-        for row in rows {
-            let (temporaryId, entity, id) = try row.decode((Int64, String, Int64).self)
-            known[temporaryId] = TemporaryIdMapping(entity: entity, id: id)
-        }
-        return known
+        try await mappings([device.id: ids], allocating: [:]).known[device.id] ?? [:]
     }
 
     func lowestTemporaryId(_ device: Device) async throws -> Int64 {

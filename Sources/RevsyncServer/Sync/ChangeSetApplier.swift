@@ -168,28 +168,28 @@ struct ChangeSetApplier: Sendable {
             }
             var result: BatchResult
             var won = false
+            // A rejection is handled: its seq keeps the outcome, and no later change set depends on it.
+            func reject(_ reason: ConflictReason, digest: [UInt8]) -> BatchResult {
+                if let seq = item.changeSet.seq {
+                    rejections.append((index, PlannedRejection(reason: reason, seq: seq, digest: digest, device: item.device)))
+                }
+                footprint.add(device: device, seq: item.changeSet.seq, created: [], reads: [], writes: [])
+                return .done(.rejected(reason, item.changeSet))
+            }
             switch stage {
             case .result(let decided):
                 result = decided
             case .repeated(let seq, let last, let digest):
                 result = try await repeatedOutcome(seq: seq, last: last, digest: digest, sent: item.changeSet, device: item.device, in: transaction)
             case .rejected(let reason, let digest):
-                result = .done(.rejected(reason, item.changeSet))
-                if let seq = item.changeSet.seq {
-                    rejections.append((index, PlannedRejection(reason: reason, seq: seq, digest: digest, device: item.device)))
-                }
-                footprint.add(device: device, seq: item.changeSet.seq, created: [], reads: [], writes: [])
+                result = reject(reason, digest: digest)
             case .resolved(let resolved, let digest):
                 let planned = try await plan(resolved, item: item, versions: versions, existing: existing, ids: &ids, footprint: footprint, in: transaction)
                 switch planned {
                 case .deferred:
                     result = .deferred
                 case .rejected(let reason):
-                    result = .done(.rejected(reason, item.changeSet))
-                    if let seq = item.changeSet.seq {
-                        rejections.append((index, PlannedRejection(reason: reason, seq: seq, digest: digest, device: item.device)))
-                    }
-                    footprint.add(device: device, seq: item.changeSet.seq, created: [], reads: [], writes: [])
+                    result = reject(reason, digest: digest)
                 case .accepted(let plan, let reads, let writes):
                     winners.append((index, PlannedWrite(plan: plan, digest: digest, device: item.device)))
                     result = .deferred  // until it is stamped below

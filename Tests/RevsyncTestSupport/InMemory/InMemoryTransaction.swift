@@ -24,13 +24,7 @@ final class InMemoryTransaction: ApplyTransaction, RecordReading, Sendable {
     // MARK: LedgerReading
 
     func mappings(_ ids: Set<Int64>, device: Device) async throws -> [Int64: TemporaryIdMapping] {
-        read { state in
-            var known: [Int64: TemporaryIdMapping] = [:]
-            for id in ids {
-                if let mapping = state.temporaryIds[device.id]?[id] { known[id] = TemporaryIdMapping(entity: mapping.entity, id: mapping.id) }
-            }
-            return known
-        }
+        try await mappings([device.id: ids], allocating: [:]).known[device.id] ?? [:]
     }
 
     func lowestTemporaryId(_ device: Device) async throws -> Int64 {
