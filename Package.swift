@@ -39,10 +39,14 @@ let package = Package(
         // device share (record keys, temporary-id mappings, relations and the on-delete walk,
         // value and name rules): no I/O, no SQL.
         .target(name: "RevsyncRules", dependencies: ["RevsyncWire"], swiftSettings: swiftSettings),
-        // Strict gzip for HTTP bodies, the same on the server and the device.
+        // Debian's zlib (zlib1g-dev) as a Swift module: raw deflate fragments and crc32_combine.
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
+        // Strict gzip for HTTP bodies, the same on the server and the device, and gzip answers
+        // assembled from change sets compressed once.
         .target(
             name: "RevsyncGzip",
             dependencies: [
+                "CZlib",
                 .product(name: "CompressNIO", package: "compress-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
@@ -121,6 +125,7 @@ let package = Package(
             name: "revsync-bench",
             dependencies: [
                 "RevsyncHarness",
+                "RevsyncGzip",
                 "RevsyncServer",
                 "RevsyncRedis",
                 "RevsyncRules",
@@ -222,6 +227,7 @@ let package = Package(
             name: "RevsyncServerTests",
             dependencies: [
                 "RevsyncHarness",
+                "RevsyncGzip",
                 "RevsyncServer",
                 "RevsyncRedis",
                 "RevsyncTestSupport",

@@ -24,12 +24,29 @@ extension RedisValue {
         case REDIS_REPLY_ARRAY:
             var elements: [RedisValue] = []
             elements.reserveCapacity(node.elements)
+            // The strings of one array (a catch-up's change sets) go into one buffer and are handed
+            // on as slices of it: one allocation for the reply, not one per element.
+            var total = 0
+            for index in 0..<node.elements where node.element?[index]?.pointee.type == REDIS_REPLY_STRING {
+                total += node.element?[index]?.pointee.len ?? 0
+            }
+            var shared = ByteBufferAllocator().buffer(capacity: total)
+            var spans: [(index: Int, start: Int, length: Int)] = []
             for index in 0..<node.elements {
                 guard let child = node.element?[index] else {
                     throw .protocolError("hiredis returned an array reply with a missing element")
                 }
-                elements.append(try RedisValue(copying: child))
+                let element = child.pointee
+                if element.type == REDIS_REPLY_STRING {
+                    spans.append((elements.count, shared.writerIndex, element.len))
+                    shared.writeBytes(UnsafeRawBufferPointer(start: element.str, count: element.str == nil ? 0 : element.len))
+                    elements.append(.null)
+                } else {
+                    elements.append(try RedisValue(copying: child))
+                }
             }
+            // Sliced only once every string is in: a slice taken earlier would make the next write copy the whole buffer.
+            for span in spans { elements[span.index] = .bulk(shared.getSlice(at: span.start, length: span.length) ?? ByteBuffer()) }
             self = .array(elements)
         default:
             throw .protocolError("hiredis returned an unknown reply type \(node.type)")

@@ -71,4 +71,14 @@ public struct CatchUpPager: Sendable {
         bytes += size
         return true
     }
+
+    /// Whether `count` consecutive entries of `size` bytes in all join the page together: only
+    /// when each of them would join it one by one whatever their single sizes. Otherwise the
+    /// caller offers them one by one; a refusal here ends nothing.
+    public mutating func admitRun(count runCount: Int, size: Int) -> Bool {
+        guard !full, count + runCount <= limits.maxChangeSets, bytes + size <= limits.maxBytes else { return false }
+        count += runCount
+        bytes += size
+        return true
+    }
 }

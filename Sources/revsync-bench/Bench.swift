@@ -5,6 +5,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import PostgresNIO
+import RevsyncGzip
 import RevsyncHarness
 import RevsyncRedis
 import RevsyncRules
@@ -25,6 +26,13 @@ struct Bench {
     static let writeDevices = [1, 8, 32, 128]
     /// Change sets per commit of the SQL-only floor: 1 is one commit per change set.
     static let floorBatches = [1, 32, 128]
+
+    /// What one run measures: `--writes-only` and `--catch-up-only` each leave the other half out.
+    enum Parts {
+        case all, catchUp, writes
+        var catchUp: Bool { self != .writes }
+        var writes: Bool { self != .catchUp }
+    }
 
     init(databaseURL: String, redisURL: String, revisions: Int64, entryBytes: Int, logger: Logger) async throws {
         guard var components = URLComponents(string: databaseURL) else { throw SettingsError("bad database URL \(databaseURL)") }
@@ -54,6 +62,9 @@ struct Bench {
         settings.limits.catchUpMaxChangeSets = 20_000
         settings.limits.catchUpMaxBytes = 256 << 20
         settings.databaseConnections = 40
+        // Every wrk connection of part (d) is the one reader device: the per-device limit (4 by
+        // default) would answer the rest 503, which measures the guard, not catch-up.
+        settings.maxRequestsPerDevice = ConcurrentLoad.connections.max() ?? 1
         // Group commit as the server would run it with the same environment, so batch settings can be compared.
         if let environment = try? ServerSettings.fromEnvironment() {
             settings.commitBatchSize = environment.commitBatchSize
@@ -62,8 +73,10 @@ struct Bench {
         return settings
     }
 
-    /// - Parameter writesOnly: skips the catch-up part (no log is loaded): writes and their floor only.
-    func run(writeSeconds: Int, writesOnly: Bool) async throws -> BenchReport {
+    /// - Parameter loadSeconds: seconds of each wrk run of part (d); 0 skips it.
+    func run(parts: Parts, writeSeconds: Int, loadSeconds: Int) async throws -> BenchReport {
+        // Before the log is loaded, which takes minutes at 100,000 revisions.
+        let wrk = parts.catchUp && loadSeconds > 0 ? try Wrk.locate() : nil
         let durability = try await SQL.durability(on: benchURL, logger: logger)
         let cachedPort = try FreePort.kernelChosenPort(), plainPort = try FreePort.kernelChosenPort()
         let cached = try Server(settings: settings(cache: true, port: cachedPort), logger: logger)
@@ -76,37 +89,57 @@ struct Bench {
         let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
         let redis = try RedisClient(configuration: try RedisConfiguration(url: redisURL), logger: logger)
         let cachedApp = cached.buildApplication(), plainApp = plain.buildApplication(migrate: false)
-        let (catchUp, writes) = try await withRunning(cachedApp) {
+        let (catchUp, load, writes) = try await withRunning(cachedApp) {
             try await BenchClient(http: http, port: cachedPort).waitUntilHealthy()
             return try await withRunning(plainApp) {
                 try await BenchClient(http: http, port: plainPort).waitUntilHealthy()
-                var catchUp: [CatchUpRow] = []
-                if !writesOnly {
-                    catchUp = try await measureCatchUp(cached: cached, plain: plain, http: http, ports: (cachedPort, plainPort), redis: redis)
+                var catchUp: [CatchUpRow] = [], load: LoadReport?, writes: [WriteRow] = []
+                if parts.catchUp {
+                    let reader = try await prepareLog(cached: cached, client: BenchClient(http: http, port: cachedPort))
+                    catchUp = try await measureCatchUp(cached: cached, plain: plain, http: http, ports: (cachedPort, plainPort), redis: redis, reader: reader)
+                    if let wrk {
+                        // Before the writes, which would move the head the load's requests are counted from.
+                        let concurrent = ConcurrentLoad(
+                            wrk: wrk, http: http, ports: (cachedPort, plainPort), reader: reader, head: revisions, seconds: loadSeconds)
+                        load = try await concurrent.measure()
+                    }
                 }
-                return (catchUp, try await measureWrites(seconds: writeSeconds, client: BenchClient(http: http, port: cachedPort)))
+                if parts.writes {
+                    writes = try await measureWrites(seconds: writeSeconds, client: BenchClient(http: http, port: cachedPort))
+                }
+                return (catchUp, load, writes)
             }
         }
         await redis.shutdown()
         try await http.shutdown()
-        // Once the servers have stopped, so that only PostgreSQL shares the cores with the floor.
-        let floor = try await WriteFloor(url: benchURL, schema: cached.schema, logger: logger)
-            .measure(perCommit: Self.floorBatches, seconds: writeSeconds)
+        var floor: [FloorRow] = []
+        if parts.writes {
+            // Once the servers have stopped, so that only PostgreSQL shares the cores with the floor.
+            floor = try await WriteFloor(url: benchURL, schema: cached.schema, logger: logger)
+                .measure(perCommit: Self.floorBatches, seconds: writeSeconds)
+        }
         return BenchReport(
             machine: Machine.describe(), date: ISO8601DateFormatter().string(from: Date()),
-            revisions: writesOnly ? 0 : revisions, entryBytes: entryBytes, durability: durability,
-            catchUp: catchUp, writes: writes, floor: floor)
+            revisions: parts.catchUp ? revisions : 0, entryBytes: entryBytes, durability: durability,
+            catchUp: catchUp, load: load, writes: writes, floor: floor)
     }
 
-    /// Loads the log, warms the cache and measures the three catch-up paths at each lag.
-    private func measureCatchUp(cached: Server, plain: Server, http: HTTPClient, ports: (Int, Int), redis: RedisClient) async throws -> [CatchUpRow] {
-        let client = BenchClient(http: http, port: ports.0), plainClient = BenchClient(http: http, port: ports.1)
+    /// Registers the loader and the reader, loads the log and warms the cache; returns the reader's token.
+    private func prepareLog(cached: Server, client: BenchClient) async throws -> String {
         let loader = try await client.register("loader", role: "admin", adminToken: Self.adminToken)
         let reader = try await client.register("reader", role: "viewer", adminToken: Self.adminToken)
         print("loading \(revisions) revisions of ~\(entryBytes) B …")
         try await loadLog(loaderToken: loader, cached: cached)
         print("warming the cache …")
         try await warm(cached, token: reader)
+        return reader
+    }
+
+    /// Measures the three catch-up paths at each lag, once the log is loaded and the cache warm.
+    private func measureCatchUp(
+        cached: Server, plain: Server, http: HTTPClient, ports: (Int, Int), redis: RedisClient, reader: String
+    ) async throws -> [CatchUpRow] {
+        let client = BenchClient(http: http, port: ports.0), plainClient = BenchClient(http: http, port: ports.1)
         let instance = try await PostgresChangeLog(database: cached.database).instance()
 
         var rows: [CatchUpRow] = []
@@ -115,10 +148,15 @@ struct Bench {
             let body = ByteBuffer(string: "{\"maxRevision\":\(from),\"changeSets\":[]}")
             let iterations = lag <= 100 ? 300 : (lag <= 1_000 ? 100 : 20)
             print("lag \(lag): \(iterations) requests per path …")
-            // The two servers must answer with the same bytes.
+            // The two servers must answer with the same JSON. Not the same gzip bytes: the cached path may
+            // join change sets compressed once, where the PostgreSQL path compresses the answer whole.
             let viaCache = try await cached.sync.respond(device: try await cached.device(reader), body: body, contentEncoding: nil, acceptEncoding: "gzip", logger: logger)
             let viaPostgres = try await plain.sync.respond(device: try await plain.device(reader), body: body, contentEncoding: nil, acceptEncoding: "gzip", logger: logger)
-            guard viaCache.body == viaPostgres.body else { throw SettingsError("the cached and uncached answers differ at lag \(lag)") }
+            guard viaCache.gzipped, viaPostgres.gzipped else { throw BenchError("an answer at lag \(lag) was not gzip-compressed") }
+            let json = try Gzip.inflate(viaCache.body, maxSize: 1 << 30)
+            guard json == (try Gzip.inflate(viaPostgres.body, maxSize: 1 << 30)) else {
+                throw BenchError("the cached and uncached answers differ at lag \(lag)")
+            }
 
             let serve = { (server: Server, encoding: String?) in
                 _ = try await server.sync.respond(device: try await server.device(reader), body: body, contentEncoding: nil, acceptEncoding: encoding, logger: logger)
@@ -129,19 +167,40 @@ struct Bench {
             let redisIdentity = try await measure(iterations) { try await serve(cached, nil) }
             let postgresIdentity = try await measure(iterations) { try await serve(plain, nil) }
             let postgresClient = try await measure(iterations) { _ = try await plainClient.sync(token: reader, body: body) }
-            let keys = ((from + 1)...revisions).map { "revsync:\(instance):e:\($0)" }
-            let floor = try await measure(iterations) {
-                // The least any server could do: fetch the same cached bytes and gzip them.
-                var joined = ByteBufferAllocator().buffer(capacity: Int(lag) * (entryBytes + 64))
-                for value in try await redis.mget(keys) {
-                    // The body every device gets, after the 8-byte author id.
-                    guard var value, value.readInteger(as: Int64.self) != nil else { throw SettingsError("the floor found a hole in the cache") }
-                    joined.writeBuffer(&value)
+            // The least any server could do: fetch the same stored fragments (runs and single change
+            // sets, as the cached server picks them) and join them into one gzip member.
+            let cacheKeys = CacheKeys(prefix: cached.settings.cachePrefix, instance: instance)
+            let spans = CachedRun.cover(from + 1, revisions)
+            let keys = spans.map { span in
+                switch span {
+                case .single(let number): cacheKeys.deflated(number)
+                case .run(let size, let index, _): cacheKeys.run(size, index)
                 }
-                _ = try joined.compress(with: .gzip, configuration: .init(windowSize: 15, compressionLevel: 5))
+            }
+            let floor = try await measure(iterations) {
+                var assembler = GzipAssembler(capacity: Int(lag) * 256)
+                assembler.write("{\"changeSets\":[" as StaticString)
+                for (index, (span, value)) in zip(spans, try await redis.mget(keys)).enumerated() {
+                    guard var value else { throw SettingsError("the floor found a hole in the cache") }
+                    if index > 0 { assembler.write("," as StaticString) }
+                    switch span {
+                    case .run:
+                        guard let run = CachedRun.decode(value) else { throw SettingsError("the floor found a run it cannot read") }
+                        assembler.write(run.fragment)
+                    case .single:
+                        // [author id: 8][JSON length: 4][CRC-32: 4][fragment]
+                        guard value.readInteger(as: Int64.self) != nil, let length = value.readInteger(as: UInt32.self),
+                            let crc = value.readInteger(as: UInt32.self)
+                        else { throw SettingsError("the floor found an entry it cannot read") }
+                        assembler.write(DeflateFragment(deflated: value, crc: crc, length: Int(length)))
+                    }
+                }
+                assembler.write("],\"maxRevision\":\(revisions)}")
+                _ = assembler.finish()
             }
             rows.append(CatchUpRow(
-                lag: Int(lag), responseBytes: viaCache.body.readableBytes,
+                lag: Int(lag), jsonBytes: json.readableBytes,
+                redisGzipBytes: viaCache.body.readableBytes, postgresGzipBytes: viaPostgres.body.readableBytes,
                 redisServer: Latencies(redisServer), redisClient: Latencies(redisClient),
                 postgresServer: Latencies(postgresServer), postgresClient: Latencies(postgresClient), floor: Latencies(floor),
                 redisServerIdentity: Latencies(redisIdentity), postgresServerIdentity: Latencies(postgresIdentity)))

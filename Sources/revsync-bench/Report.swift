@@ -3,7 +3,12 @@ import Foundation
 /// One lag's catch-up figures for the three paths.
 struct CatchUpRow: Codable {
     let lag: Int
-    let responseBytes: Int
+    /// The answer's JSON, the same from both servers.
+    let jsonBytes: Int
+    /// The gzip answers on the wire: the cached path may join change sets compressed once, the
+    /// PostgreSQL path compresses the answer whole, which is what the cached one should stay close to.
+    let redisGzipBytes: Int
+    let postgresGzipBytes: Int
     let redisServer: Latencies
     let redisClient: Latencies
     let postgresServer: Latencies
@@ -19,6 +24,45 @@ struct CatchUpRow: Codable {
     var redisOverFloor: Double { redisServer.p50 / max(floor.p50, 1) }
     /// The same as `redisOverPostgres` without gzip.
     var identityRedisOverPostgres: Double { redisServerIdentity.p50 / max(postgresServerIdentity.p50, 1) }
+    /// Gzip bytes of the cached answer over the whole-answer compression (above 1 is larger).
+    var gzipRedisOverPostgres: Double { Double(redisGzipBytes) / Double(max(postgresGzipBytes, 1)) }
+}
+
+/// One wrk run: the requests completed in its time, and their latency as wrk measured it.
+struct WrkRun: Codable {
+    let requests: Int
+    let seconds: Double
+    let latency: Latencies
+    var perSecond: Double { Double(requests) / max(seconds, 1e-9) }
+}
+
+/// Part (d) at one connection count and lag: the same load on both servers.
+struct LoadRow: Codable {
+    let connections: Int
+    let lag: Int
+    let redis: WrkRun
+    let postgres: WrkRun
+    /// Requests/s of the Redis path over PostgreSQL-only (above 1 is faster).
+    var redisOverPostgres: Double { redis.perSecond / max(postgres.perSecond, 1e-9) }
+}
+
+/// `GET /health` on the cached server: what the HTTP layer serves when a request does nothing.
+struct HealthRow: Codable {
+    let connections: Int
+    let run: WrkRun
+}
+
+struct LoadReport: Codable {
+    /// Each wrk run's duration, and its threads.
+    let seconds: Int
+    let threads: Int
+    let health: [HealthRow]
+    let sync: [LoadRow]
+
+    /// The Redis path's requests/s over `/health` at the same connections.
+    func redisOverHealth(_ row: LoadRow) -> Double? {
+        health.first { $0.connections == row.connections }.map { row.redis.perSecond / max($0.run.perSecond, 1e-9) }
+    }
 }
 
 struct WriteRow: Codable {
@@ -60,6 +104,9 @@ struct BenchReport: Codable {
     let durability: String
     /// Empty with `--writes-only`.
     let catchUp: [CatchUpRow]
+    /// Part (d); nil with `--writes-only` or `--load-seconds 0`.
+    let load: LoadReport?
+    /// Empty with `--catch-up-only`, as is `floor`.
     let writes: [WriteRow]
     let floor: [FloorRow]
 
@@ -68,26 +115,28 @@ struct BenchReport: Codable {
     var bestBatchedFloor: FloorRow? { floor.filter { $0.perCommit > 1 }.max { $0.perSecond < $1.perSecond } }
 
     func table() -> String {
-        var lines: [String] = []
-        if !catchUp.isEmpty { lines += catchUpTable() + [""] }
-        lines += writesTable() + [""] + floorTable()
-        return lines.joined(separator: "\n")
+        var sections: [[String]] = []
+        if !catchUp.isEmpty { sections.append(catchUpTable()) }
+        if let load { sections.append(loadTable(load)) }
+        if !writes.isEmpty { sections.append(writesTable()) }
+        if !floor.isEmpty { sections.append(floorTable()) }
+        return sections.map { $0.joined(separator: "\n") }.joined(separator: "\n\n")
     }
 
     private func catchUpTable() -> [String] {
         let f = Latencies.format
         var lines = [
             "Catch-up (\(revisions) revisions of ~\(entryBytes) B, gzip responses; p50 / p99, server-side and client-side over loopback)",
-            "lag    | bytes(gz) | (a) redis server  | (a) redis client  | (b) pg server     | (b) pg client     | (c) floor MGET+gz | a/b p50 | a/c p50 | no gzip: a server | b server          | a/b",
+            "lag    | json B    | gz (a) B  | gz (b) B  | a/b gz | (a) redis server  | (a) redis client  | (b) pg server     | (b) pg client     | (c) floor MGET+gz | a/b p50 | a/c p50 | no gzip: a server | b server          | a/b",
         ]
-        func pair(_ latencies: Latencies) -> String {
-            "\(f(latencies.p50)) / \(f(latencies.p99))".padding(toLength: 17, withPad: " ", startingAt: 0)
-        }
+        // Padded, never cut: a latency in seconds would otherwise lose its digits.
+        func pair(_ latencies: Latencies) -> String { Self.cell("\(f(latencies.p50)) / \(f(latencies.p99))", 17) }
         for row in catchUp {
             lines.append(
                 [
                     String(row.lag).padding(toLength: 6, withPad: " ", startingAt: 0),
-                    String(row.responseBytes).padding(toLength: 9, withPad: " ", startingAt: 0),
+                    Self.cell(String(row.jsonBytes), 9), Self.cell(String(row.redisGzipBytes), 9), Self.cell(String(row.postgresGzipBytes), 9),
+                    Self.cell(String(format: "%.3f", row.gzipRedisOverPostgres), 6),
                     pair(row.redisServer), pair(row.redisClient), pair(row.postgresServer), pair(row.postgresClient), pair(row.floor),
                     String(format: "%.2f", row.redisOverPostgres).padding(toLength: 7, withPad: " ", startingAt: 0),
                     String(format: "%.2f", row.redisOverFloor).padding(toLength: 7, withPad: " ", startingAt: 0),
@@ -96,6 +145,33 @@ struct BenchReport: Codable {
                 ].joined(separator: " | "))
         }
         lines.append("p50 / p99 each; a/b < 1 means the Redis path is faster; a/c is the Redis path over the floor.")
+        lines.append("a/b gz: the cached answer's gzip bytes over the PostgreSQL path's, which compresses the answer whole (target ≤ 1.10).")
+        return lines
+    }
+
+    private func loadTable(_ load: LoadReport) -> [String] {
+        let f = Latencies.format
+        func rate(_ run: WrkRun) -> String { String(format: "%.0f", run.perSecond) }
+        func pair(_ run: WrkRun) -> String { "\(f(run.latency.p50)) / \(f(run.latency.p99))" }
+        var lines = [
+            "(d) Many catch-up clients at once (wrk -t\(load.threads), \(load.seconds) s per run, one reader device, gzip; requests/s, and p50 / p99 as wrk saw them over loopback)",
+            "conns | lag    | (a) redis req/s | (a) p50 / p99         | (b) pg req/s | (b) p50 / p99         | a/b    | a ÷ /health",
+        ]
+        for row in load.sync {
+            lines.append(
+                [
+                    Self.cell(String(row.connections), 5), Self.cell(String(row.lag), 6),
+                    Self.cell(rate(row.redis), 15), Self.cell(pair(row.redis), 21),
+                    Self.cell(rate(row.postgres), 12), Self.cell(pair(row.postgres), 21),
+                    Self.cell(String(format: "%.2f", row.redisOverPostgres), 6),
+                    load.redisOverHealth(row).map { String(format: "%.3f", $0) } ?? "-",
+                ].joined(separator: " | "))
+        }
+        lines.append("GET /health on the cached server, the HTTP ceiling:")
+        for row in load.health {
+            lines.append([Self.cell(String(row.connections), 5), Self.cell("-", 6), Self.cell(rate(row.run), 15), pair(row.run)].joined(separator: " | "))
+        }
+        lines.append("a/b > 1 means the Redis path serves more requests/s; a ÷ /health is the Redis path over the ceiling at the same connections.")
         return lines
     }
 

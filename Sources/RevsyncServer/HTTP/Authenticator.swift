@@ -22,7 +22,7 @@ struct Authenticator: Sendable {
         guard let header = request.headers[.authorization] else { return nil }
         let parts = header.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
-        let token = parts[1].trimmingCharacters(in: .whitespaces)
-        return token.isEmpty ? nil : token
+        let token = parts[1].trimmingHTTPWhitespace
+        return token.isEmpty ? nil : String(token)
     }
 }

@@ -44,8 +44,7 @@ public struct SyncController: Sendable {
         var logger = logger
         logger[metadataKey: "device.id"] = .string(device.publicId)
         let request = try bodyReader.decode(SyncRequest.self, from: try bodyReader.decodeContent(body, encoding: contentEncoding))
-        let response = try await service.sync(request, device: device, logger: logger)
-        guard Gzip.accepted(acceptEncoding) else { return (response, false) }
-        return (Gzip.deflate(response), true)
+        let gzip = Gzip.accepted(acceptEncoding)
+        return (try await service.sync(request, device: device, gzip: gzip, logger: logger), gzip)
     }
 }

@@ -22,35 +22,57 @@ public struct PostgresChangeLog: ChangeLog {
 
     public func didCommit(_ entries: [CommittedEntry]) async {}
 
+    /// Reads no more bodies than the page takes: PostgreSQL sums the sizes as it goes and sends
+    /// a body only for rows the page admits (the first row always, then while the bytes fit).
+    /// The row after the last admitted one tells that the log holds more; it comes without its body.
     public func entries(
-        after revision: Int64, through head: Int64, for device: Device, limits: CatchUpLimits, authored: [Int64: ByteBuffer] = [:]
+        after revision: Int64, through head: Int64, for device: Device, limits: CatchUpLimits, form: EntryForm = .plain, own: Set<Int64> = []
     ) async throws -> CatchUpPage {
         let logger = database.logger
-        let count = limits.maxChangeSets + 1
+        let (count, maxBytes) = (limits.maxChangeSets, limits.maxBytes)
         let rows = try await database.withConnection { connection in
             try await connection.rows(
                 """
-                SELECT revision, CASE WHEN device_id = \(device.id) THEN author_body ELSE body END
-                FROM revsync_log WHERE revision > \(revision) ORDER BY revision LIMIT \(count)
+                SELECT revision, size, CASE WHEN n <= \(count) AND (n = 1 OR running <= \(maxBytes)) THEN body END
+                FROM (
+                    SELECT revision, body, octet_length(body) AS size,
+                           sum(octet_length(body)) OVER (ORDER BY revision) AS running,
+                           row_number() OVER (ORDER BY revision) AS n
+                    FROM (SELECT revision, CASE WHEN device_id = \(device.id) THEN author_body ELSE body END AS body
+                          FROM revsync_log WHERE revision > \(revision) ORDER BY revision LIMIT \(count + 1)) AS log
+                ) AS page
+                WHERE n <= 2 OR running - size <= \(maxBytes)
+                ORDER BY revision
                 """, logger)
         }
         var pager = CatchUpPager(limits: limits)
         var entries: [LogEntry] = []
         for row in rows {
-            let (number, body) = try row.decode((Int64, ByteBuffer).self)
-            guard pager.admit(size: body.readableBytes) else { break }
+            let (number, size, body) = try row.decode((Int64, Int32, ByteBuffer?).self)
+            guard pager.admit(size: Int(size)), let body else { break }
             entries.append(LogEntry(revision: number, bytes: body))
         }
         return CatchUpPage(entries: entries, more: pager.full)
     }
 
-    /// Whole entries (both forms) of the given revisions that the log still holds, in order.
-    func committedEntries(_ revisions: [Int64]) async throws -> [CommittedEntry] {
-        guard !revisions.isEmpty else { return [] }
+    /// Whole entries (both forms) from `first` on, in order, as far as the log holds them: at
+    /// most `limits.maxChangeSets`, and no more public bytes than a page takes (plus the one
+    /// that does not fit, whose size the page needs to end).
+    func committedEntries(from first: Int64, through last: Int64, limits: CatchUpLimits) async throws -> [CommittedEntry] {
+        guard last >= first else { return [] }
         let logger = database.logger
+        let (count, maxBytes) = (limits.maxChangeSets, limits.maxBytes)
         let rows = try await database.withConnection { connection in
             try await connection.rows(
-                "SELECT revision, device_id, body, author_body FROM revsync_log WHERE revision = ANY(\(revisions)) ORDER BY revision", logger)
+                """
+                SELECT revision, device_id, body, author_body FROM (
+                    SELECT revision, device_id, body, author_body, octet_length(body) AS size,
+                           sum(octet_length(body)) OVER (ORDER BY revision) AS running
+                    FROM (SELECT * FROM revsync_log WHERE revision BETWEEN \(first) AND \(last) ORDER BY revision LIMIT \(count)) AS log
+                ) AS page
+                WHERE revision <= \(first) + 1 OR running - size <= \(maxBytes)
+                ORDER BY revision
+                """, logger)
         }
         return try rows.map { row in
             let (revision, device, body, author) = try row.decode((Int64, Int64, ByteBuffer, ByteBuffer).self)

@@ -1,14 +1,22 @@
+import RevsyncRules
+
 /// Makes concurrent misses of the same revisions read PostgreSQL once: the first
 /// caller reads, the others await its result.
 actor BackfillCoordinator {
-    private var inFlight: [[Int64]: Task<[CommittedEntry], any Error>] = [:]
+    struct Range: Hashable {
+        let first: Int64
+        let last: Int64
+        let limits: CatchUpLimits
+    }
 
-    func load(_ revisions: [Int64], _ read: @Sendable @escaping () async throws -> [CommittedEntry]) async throws -> [CommittedEntry] {
-        if let running = inFlight[revisions] { return try await running.value }
+    private var inFlight: [Range: Task<[CachedEntry], any Error>] = [:]
+
+    func load(_ range: Range, _ read: @Sendable @escaping () async throws -> [CachedEntry]) async throws -> [CachedEntry] {
+        if let running = inFlight[range] { return try await running.value }
         // An unstructured task so that every waiter shares one read; it ends with the read.
         let task = Task { try await read() }
-        inFlight[revisions] = task
-        defer { inFlight[revisions] = nil }
+        inFlight[range] = task
+        defer { inFlight[range] = nil }
         return try await task.value
     }
 }

@@ -1,46 +1,115 @@
 import NIOCore
+import RevsyncGzip
 
-/// How a committed change set is stored in Redis: `e:<revision>` holds
-/// `[device id: 8 bytes, big endian][body]`, the form every device gets, and
-/// `a:<revision>` the author's form, read only for the requester's own revisions.
-/// A catch-up thus moves each change set once, and the response is assembled from
-/// slices of the reply without parsing JSON.
-enum CachedEntry {
-    static func encodePublic(_ entry: CommittedEntry) -> ByteBuffer {
-        var buffer = ByteBufferAllocator().buffer(capacity: 8 + entry.body.readableBytes)
-        buffer.writeInteger(entry.deviceId)
-        var body = entry.body
+/// A committed change set as Redis holds it, in four keys per revision:
+///
+/// | key | value |
+/// | --- | --- |
+/// | `p:<revision>` | `[device id: 8 bytes, big endian][public JSON]` |
+/// | `o:<revision>` | `[device id][author JSON]` |
+/// | `pz:<revision>` | `[device id][JSON length: 4 bytes][CRC-32: 4 bytes][public JSON as a deflate fragment]` |
+/// | `oz:<revision>` | the same for the author's form |
+///
+/// The public form is what every device gets; the author's (with `seq` and `__oldId__`)
+/// is read only for the requester's own revisions. The compressed forms are made once,
+/// here, and joined into gzip answers as they are. Every value starts with the author's
+/// id, so the catch-up script picks the form without parsing, and the page limits count
+/// the JSON length, which the compressed values carry.
+struct CachedEntry: Sendable {
+    let entry: CommittedEntry
+    let fragment: DeflateFragment
+    let authorFragment: DeflateFragment
+
+    /// Compresses both forms (at commit, or when PostgreSQL fills a hole).
+    init(_ entry: CommittedEntry) {
+        self.entry = entry
+        fragment = DeflateFragment(compressing: entry.body)
+        authorFragment = DeflateFragment(compressing: entry.authorBody)
+    }
+
+    /// What `device` receives of this entry, in `form`.
+    func logEntry(for deviceId: Int64, form: EntryForm) -> LogEntry {
+        let own = deviceId == entry.deviceId
+        switch form {
+        case .plain: return LogEntry(revision: entry.revision, body: .plain(own ? entry.authorBody : entry.body))
+        case .deflated: return LogEntry(revision: entry.revision, body: .deflated(own ? authorFragment : fragment))
+        }
+    }
+
+    /// The SET commands that cache this entry.
+    func setCommands(keys: CacheKeys) -> [[ByteBuffer]] {
+        let revision = entry.revision
+        return [
+            [ByteBuffer(string: "SET"), ByteBuffer(string: keys.entry(revision)), Self.plainValue(entry.deviceId, entry.body)],
+            [ByteBuffer(string: "SET"), ByteBuffer(string: keys.author(revision)), Self.plainValue(entry.deviceId, entry.authorBody)],
+            [ByteBuffer(string: "SET"), ByteBuffer(string: keys.deflated(revision)), Self.deflatedValue(entry.deviceId, fragment)],
+            [ByteBuffer(string: "SET"), ByteBuffer(string: keys.authorDeflated(revision)), Self.deflatedValue(entry.deviceId, authorFragment)],
+        ]
+    }
+
+    /// The bytes the four values take in Redis (for the window's byte budget).
+    var cachedBytes: Int {
+        entry.body.readableBytes + entry.authorBody.readableBytes + fragment.deflated.readableBytes
+            + authorFragment.deflated.readableBytes + 4 * 8 + 2 * 8
+    }
+
+    static func plainValue(_ deviceId: Int64, _ body: ByteBuffer) -> ByteBuffer {
+        var buffer = ByteBufferAllocator().buffer(capacity: 8 + body.readableBytes)
+        buffer.writeInteger(deviceId)
+        var body = body
         buffer.writeBuffer(&body)
         return buffer
     }
 
-    /// The author and the public body; nil for bytes this server never wrote.
-    static func decodePublic(_ value: ByteBuffer) -> (device: Int64, body: ByteBuffer)? {
-        var value = value
-        guard let device = value.readInteger(as: Int64.self) else { return nil }
-        return (device, value)
+    static func deflatedValue(_ deviceId: Int64, _ fragment: DeflateFragment) -> ByteBuffer {
+        var buffer = ByteBufferAllocator().buffer(capacity: 16 + fragment.deflated.readableBytes)
+        buffer.writeInteger(deviceId)
+        buffer.writeInteger(UInt32(truncatingIfNeeded: fragment.length))
+        buffer.writeInteger(fragment.crc)
+        var deflated = fragment.deflated
+        buffer.writeBuffer(&deflated)
+        return buffer
     }
 
-    /// The SET commands that cache `entry`.
-    static func setCommands(_ entry: CommittedEntry, keys: CacheKeys) -> [[ByteBuffer]] {
-        [
-            [ByteBuffer(string: "SET"), ByteBuffer(string: keys.entry(entry.revision)), encodePublic(entry)],
-            [ByteBuffer(string: "SET"), ByteBuffer(string: keys.author(entry.revision)), entry.authorBody],
-        ]
+    /// The author and the body of a cached value in `form`; nil for bytes this server never wrote.
+    static func decode(_ value: ByteBuffer, form: EntryForm) -> (device: Int64, body: LogEntry.Body)? {
+        var value = value
+        guard let device = value.readInteger(as: Int64.self) else { return nil }
+        switch form {
+        case .plain:
+            return (device, .plain(value))
+        case .deflated:
+            guard let length = value.readInteger(as: UInt32.self), let crc = value.readInteger(as: UInt32.self) else { return nil }
+            return (device, .deflated(DeflateFragment(deflated: value, crc: crc, length: Int(length))))
+        }
+    }
+
+    /// The author and the public JSON of a `p:` value.
+    static func decodePublic(_ value: ByteBuffer) -> (device: Int64, body: ByteBuffer)? {
+        guard case .some((let device, .plain(let body))) = decode(value, form: .plain) else { return nil }
+        return (device, body)
     }
 }
 
 /// The Redis keys of one database's cache.
-struct CacheKeys: Sendable {
-    let prefix: String
+package struct CacheKeys: Sendable {
+    package let prefix: String
 
     /// `<configured prefix>:<database instance id>`
-    init(prefix: String, instance: String) { self.prefix = "\(prefix):\(instance)" }
+    package init(prefix: String, instance: String) { self.prefix = "\(prefix):\(instance)" }
 
-    var head: String { prefix + ":head" }
-    var horizon: String { prefix + ":horizon" }
+    package var head: String { prefix + ":head" }
+    package var horizon: String { prefix + ":horizon" }
     /// A counter raised whenever a device is revoked, rotated or changes role.
     var devices: String { prefix + ":devices" }
-    func entry(_ revision: Int64) -> String { prefix + ":e:" + String(revision) }
-    func author(_ revision: Int64) -> String { prefix + ":a:" + String(revision) }
+    /// The public JSON. (Before pre-compressed entries these were `e:` and `a:`, values in
+    /// another layout: the new names keep an older server's values from being misread.)
+    package func entry(_ revision: Int64) -> String { prefix + ":p:" + String(revision) }
+    package func author(_ revision: Int64) -> String { prefix + ":o:" + String(revision) }
+    package func deflated(_ revision: Int64) -> String { prefix + ":pz:" + String(revision) }
+    package func authorDeflated(_ revision: Int64) -> String { prefix + ":oz:" + String(revision) }
+    /// Run `index` of `size` revisions (`CachedRun`).
+    package func run(_ size: Int64, _ index: Int64) -> String { prefix + ":r" + String(size) + ":" + String(index) }
+    /// Every key of one revision.
+    func all(_ revision: Int64) -> [String] { [entry(revision), author(revision), deflated(revision), authorDeflated(revision)] }
 }

@@ -23,8 +23,42 @@ public final class RedisChangeLog: ChangeLog {
     let backfills = BackfillCoordinator()
     /// Set once the database's instance id is known (after migrations).
     let keys = Mutex<CacheKeys?>(nil)
-    /// A running average of entry sizes, to fit the window into `cacheMaxBytes`.
+    /// A running average of entry sizes (all four values), to fit the window into `cacheMaxBytes`.
     private let averageEntryBytes = Mutex<Double>(1024)
+    /// The highest head this instance has seen (its commits, its reads): where a read expects the log to end.
+    private let highestHead = Mutex<Int64>(0)
+
+    /// The head and horizon as this instance last read them (or moved the head by a commit), and when.
+    private let recentState = Mutex<(state: LogState, at: ContinuousClock.Instant)?>(nil)
+    /// How long a device at the head is told so without asking Redis. Within one instance its
+    /// own commits move the head at once; another instance's commit may go unseen this long,
+    /// as if the request had come that much earlier.
+    static let stateFreshFor: Duration = .milliseconds(2)
+
+    var knownHead: Int64 { highestHead.withLock { $0 } }
+
+    /// The state read within `stateFreshFor`, if any.
+    var freshState: LogState? {
+        recentState.withLock { recent in
+            guard let recent, ContinuousClock.now - recent.at < Self.stateFreshFor else { return nil }
+            return recent.state
+        }
+    }
+
+    func remember(_ state: LogState) {
+        learn(head: state.head)
+        let now = ContinuousClock.now
+        recentState.withLock { recent in
+            // A read that started before a commit may finish after it: never move the head back.
+            recent = (LogState(head: max(state.head, recent?.state.head ?? 0), horizon: state.horizon), now)
+        }
+    }
+    /// About the bytes of one entry in one form, to size a read's chunks.
+    var averageBytesPerForm: Double { averageEntryBytes.withLock { $0 } / 3 }
+
+    func learn(head: Int64) {
+        highestHead.withLock { $0 = max($0, head) }
+    }
 
     /// Raises a counter key only if the new value is larger: several instances and late writes never move it back.
     static let raiseScript = """
@@ -123,7 +157,7 @@ public final class RedisChangeLog: ChangeLog {
     private func dropAll(_ keys: CacheKeys) async throws {
         var cursor = "0"
         repeat {
-            let reply = try await redis.command(["SCAN", cursor, "MATCH", keys.prefix + ":*", "COUNT", "1000"])
+            let reply = try await redis.command(["SCAN", cursor, "MATCH", keys.prefix + ":*", "COUNT", "10000"])
             guard let parts = reply.arrayValue, parts.count == 2, let next = parts[0].stringValue else { break }
             cursor = next
             let found = (parts[1].arrayValue ?? []).compactMap(\.stringValue)
@@ -139,6 +173,7 @@ public final class RedisChangeLog: ChangeLog {
             let values = try await redis.mget([keys.head, keys.horizon])
             health.succeeded()
             if let head = values[0].flatMap({ Int64(String(buffer: $0)) }), let horizon = values[1].flatMap({ Int64(String(buffer: $0)) }) {
+                remember(LogState(head: head, horizon: horizon))
                 return LogState(head: head, horizon: horizon)
             }
         } catch let error as RedisError {
@@ -151,6 +186,7 @@ public final class RedisChangeLog: ChangeLog {
 
     public func authoritativeState() async throws -> LogState {
         let state = try await postgres.state()
+        remember(state)
         if let keys = usableKeys {
             do {
                 try await raise(state, keys)
@@ -162,72 +198,99 @@ public final class RedisChangeLog: ChangeLog {
     }
 
     public func entries(
-        after revision: Int64, through head: Int64, for device: Device, limits: CatchUpLimits, authored: [Int64: ByteBuffer] = [:]
+        after revision: Int64, through head: Int64, for device: Device, limits: CatchUpLimits, form: EntryForm = .plain, own: Set<Int64> = []
     ) async throws -> CatchUpPage {
         guard let keys = usableKeys else { return try await postgres.entries(after: revision, through: head, for: device, limits: limits) }
-        let last = CatchUpRules.lastWanted(after: revision, through: head, limits: limits)
-        guard last > revision else { return CatchUpPage(entries: [], more: false, source: "redis") }
-        let wanted = Array((revision + 1)...last)
-        var bodies: [Int64: (device: Int64, body: ByteBuffer)] = [:]
-        // The requester's own change sets go to it in their author form; those it just committed it holds.
-        var authorBodies: [Int64: ByteBuffer] = [:]
-        for (number, body) in authored where number > revision && number <= last {
-            bodies[number] = (device.id, body)
-            authorBodies[number] = body
-        }
+        guard head > revision else { return CatchUpPage(entries: [], more: false, source: "redis") }
+        let read: CacheRead
         do {
-            let unknown = wanted.filter { authored[$0] == nil }
-            for (number, value) in zip(unknown, try await redis.mget(unknown.map(keys.entry))) {
-                if let value, let decoded = CachedEntry.decodePublic(value) { bodies[number] = decoded }
-            }
-            let own = unknown.filter { bodies[$0]?.device == device.id }
-            if !own.isEmpty {
-                for (number, value) in zip(own, try await redis.mget(own.map(keys.author))) where value != nil {
-                    authorBodies[number] = value
-                }
-            }
+            read = try await readCache(after: revision, floor: head, own: own, device: device, limits: limits, form: form, keys: keys)
             health.succeeded()
         } catch let error as RedisError {
             health.failed(error)
             return try await postgres.entries(after: revision, through: head, for: device, limits: limits)
         }
-        let missing = wanted.filter { number in
-            guard let found = bodies[number] else { return true }
-            return found.device == device.id && authorBodies[number] == nil
-        }
-        metrics.recordCache("hits", count: wanted.count - missing.count)
-        metrics.recordCache("misses", count: missing.count)
-        if !missing.isEmpty {
-            for entry in try await backfill(missing, keys: keys, head: head) {
-                bodies[entry.revision] = (entry.deviceId, entry.body)
-                authorBodies[entry.revision] = entry.authorBody
-            }
-        }
-
-        let source = missing.isEmpty ? "redis" : "mixed"
-        var pager = CatchUpPager(limits: limits)
-        var entries: [LogEntry] = []
-        for number in wanted {
-            // A revision PostgreSQL no longer has either: behind the horizon, or a hole the page stops before.
-            guard let found = bodies[number], let body = found.device == device.id ? authorBodies[number] : found.body else {
-                try CatchUpRules.checkMissing(number, horizon: try await postgres.state().horizon, pageIsEmpty: entries.isEmpty)
-                return CatchUpPage(entries: entries, more: false, source: "mixed")
-            }
-            guard pager.admit(size: body.readableBytes) else { return CatchUpPage(entries: entries, more: true, source: source) }
-            entries.append(LogEntry(revision: number, bytes: body))
-        }
-        return CatchUpPage(entries: entries, more: last < head, source: source)
+        return try await complete(read, after: revision, through: max(head, read.state?.head ?? head), device: device, limits: limits, form: form, keys: keys)
     }
 
-    /// Reads missing revisions from PostgreSQL (once, however many requests miss them) and writes them back.
-    private func backfill(_ missing: [Int64], keys: CacheKeys, head: Int64) async throws -> [CommittedEntry] {
+    /// Usually one round trip: the cached head and horizon and the page after `revision`
+    /// through that head, read together (`readCache`).
+    public func catchUp(
+        after revision: Int64, for device: Device, limits: CatchUpLimits, form: EntryForm
+    ) async throws -> (state: LogState, page: CatchUpPage) {
+        guard let keys = usableKeys else { return try await postgres.catchUp(after: revision, for: device, limits: limits, form: form) }
+        // A device at the head, as this instance saw it a moment ago: nothing to read.
+        if let fresh = freshState, fresh.head == revision { return (fresh, CatchUpPage(entries: [], more: false, source: "redis")) }
+        let read: CacheRead
+        do {
+            read = try await readCache(after: revision, floor: nil, own: [], device: device, limits: limits, form: form, keys: keys)
+            health.succeeded()
+        } catch let error as RedisError {
+            health.failed(error)
+            return try await postgres.catchUp(after: revision, for: device, limits: limits, form: form)
+        }
+        guard let state = read.state else {
+            // Flushed or never written: PostgreSQL knows, and the cache learns it.
+            let state = try await authoritativeState()
+            guard revision >= state.horizon, revision < state.head else { return (state, CatchUpPage(entries: [], more: false, source: "redis")) }
+            return (state, try await entries(after: revision, through: state.head, for: device, limits: limits, form: form, own: []))
+        }
+        guard revision >= state.horizon, revision < state.head else { return (state, CatchUpPage(entries: [], more: false, source: "redis")) }
+        return (state, try await complete(read, after: revision, through: state.head, device: device, limits: limits, form: form, keys: keys))
+    }
+
+    /// The cache's page, with a hole (eviction, a flush, a crash between COMMIT and the cache
+    /// write) filled from PostgreSQL and written back, and the page going on from there.
+    private func complete(
+        _ read: CacheRead, after revision: Int64, through head: Int64, device: Device, limits: CatchUpLimits, form: EntryForm,
+        keys: CacheKeys
+    ) async throws -> CatchUpPage {
+        metrics.recordCache("hits", count: read.entries.count)
+        guard let hole = read.hole else { return CatchUpPage(entries: read.entries, more: read.more, source: "redis") }
+        var pager = CatchUpPager(limits: limits)
+        var entries: [LogEntry] = []
+        for entry in read.entries where pager.admit(size: entry.size) { entries.append(entry) }
+        let last = CatchUpRules.lastWanted(after: revision, through: head, limits: limits)
+        let rest = CatchUpLimits(maxChangeSets: limits.maxChangeSets - entries.count, maxBytes: max(0, limits.maxBytes - pager.bytes))
+        let filled = try await backfill(from: hole, through: last, limits: rest, keys: keys, head: head)
+        metrics.recordCache("misses", count: filled.count)
+        var expected = hole
+        for cached in filled {
+            // A revision PostgreSQL no longer has either: behind the horizon, or a hole the page stops before.
+            guard cached.entry.revision == expected else { break }
+            let entry = cached.logEntry(for: device.id, form: form)
+            guard pager.admit(size: entry.size) else { return CatchUpPage(entries: entries, more: true, source: "mixed") }
+            entries.append(entry)
+            expected += 1
+        }
+        if expected <= last {
+            try CatchUpRules.checkMissing(expected, horizon: try await postgres.state().horizon, pageIsEmpty: entries.isEmpty)
+            return CatchUpPage(entries: entries, more: false, source: "mixed")
+        }
+        return CatchUpPage(entries: entries, more: last < head, source: "mixed")
+    }
+
+    /// Reads revisions from `first` on from PostgreSQL (once, however many requests miss them)
+    /// and writes them back, compressed, if they are still inside the window.
+    private func backfill(from first: Int64, through last: Int64, limits: CatchUpLimits, keys: CacheKeys, head: Int64) async throws -> [CachedEntry] {
         let postgres = self.postgres, metrics = self.metrics
-        let entries = try await backfills.load(missing) {
+        let entries = try await backfills.load(BackfillCoordinator.Range(first: first, last: last, limits: limits)) {
             metrics.recordCache("backfills")
-            return try await postgres.committedEntries(missing)
+            return try await postgres.committedEntries(from: first, through: last, limits: limits).map(CachedEntry.init)
         }
         let oldest = head - window
-        let commands = entries.filter { $0.revision > oldest }.flatMap { CachedEntry.setCommands($0, keys: keys) }
+        let kept = entries.filter { $0.entry.revision > oldest }
+        var commands = kept.flatMap { $0.setCommands(keys: keys) }
+        // The runs the filled range holds whole, so that later gzip answers take them.
+        let bodies = Dictionary(kept.map { ($0.entry.revision, (device: $0.entry.deviceId, body: $0.entry.body)) }, uniquingKeysWith: { first, _ in first })
+        for size in CachedRun.sizes {
+            for entry in kept {
+                guard let run = CachedRun.ending(at: entry.entry.revision, size: size) else { continue }
+                let members = ((entry.entry.revision - size + 1)...entry.entry.revision).compactMap { bodies[$0] }
+                guard members.count == Int(size) else { continue }
+                commands.append([ByteBuffer(string: "SET"), ByteBuffer(string: keys.run(size, run)), CachedRun(bodies: members).value])
+            }
+        }
         guard !commands.isEmpty else { return entries }
         do {
             _ = try await redis.pipeline(commands)
@@ -243,19 +306,28 @@ public final class RedisChangeLog: ChangeLog {
 
     public func didCommit(_ entries: [CommittedEntry]) async {
         guard let last = entries.last else { return }
-        for entry in entries {
-            let size = Double(entry.body.readableBytes + entry.authorBody.readableBytes + 12)
-            averageEntryBytes.withLock { $0 = $0 * 0.99 + size * 0.01 }
+        // Compressed here, once, whether or not Redis takes them now: the sizes feed the window.
+        let cached = entries.map(CachedEntry.init)
+        for entry in cached {
+            averageEntryBytes.withLock { $0 = $0 * 0.99 + Double(entry.cachedBytes) * 0.01 }
+        }
+        learn(head: last.revision)
+        recentState.withLock { recent in
+            if let known = recent { recent = (LogState(head: max(known.state.head, last.revision), horizon: known.state.horizon), known.at) }
         }
         guard let keys = usableKeys else { return }
         var commands: [[ByteBuffer]] = []
-        for entry in entries {
-            commands += CachedEntry.setCommands(entry, keys: keys)
-            let evicted = entry.revision - window
-            if evicted > 0 {
-                commands.append([ByteBuffer(string: "DEL"), ByteBuffer(string: keys.entry(evicted)), ByteBuffer(string: keys.author(evicted))])
+        for entry in cached {
+            commands += entry.setCommands(keys: keys)
+            let evicted = entry.entry.revision - window
+            guard evicted > 0 else { continue }
+            var victims = keys.all(evicted)
+            for size in CachedRun.sizes {
+                if let run = CachedRun.ending(at: evicted, size: size) { victims.append(keys.run(size, run)) }
             }
+            commands.append([ByteBuffer(string: "DEL")] + victims.map { ByteBuffer(string: $0) })
         }
+        commands += await runCommands(cached, keys: keys)
         // The entries first, then the head, in one round trip for the whole batch: a reader
         // that sees the new head finds the entries (or backfills them).
         commands.append(["EVAL", Self.raiseScript, "1", keys.head, String(last.revision)].map { ByteBuffer(string: $0) })
@@ -266,5 +338,35 @@ public final class RedisChangeLog: ChangeLog {
         } catch {
             health.failed(error)
         }
+    }
+
+    /// The runs this batch completes (`CachedRun`), compressed: their earlier change sets come
+    /// from Redis in one `MGET`, only when the batch ends a run. A run that cannot be made
+    /// (an entry missing, Redis failing) is left out; its change sets then go one by one.
+    private func runCommands(_ batch: [CachedEntry], keys: CacheKeys) async -> [[ByteBuffer]] {
+        var ends: [(size: Int64, run: Int64, first: Int64, last: Int64)] = []
+        for entry in batch {
+            let last = entry.entry.revision
+            for size in CachedRun.sizes {
+                if let run = CachedRun.ending(at: last, size: size) { ends.append((size, run, last - size + 1, last)) }
+            }
+        }
+        guard !ends.isEmpty else { return [] }
+        var bodies: [Int64: (device: Int64, body: ByteBuffer)] = [:]
+        for entry in batch { bodies[entry.entry.revision] = (entry.entry.deviceId, entry.entry.body) }
+        let wanted = Set(ends.flatMap { $0.first...$0.last }).subtracting(bodies.keys).sorted()
+        if !wanted.isEmpty {
+            guard let values = try? await redis.mget(wanted.map(keys.entry)) else { return [] }
+            for (number, value) in zip(wanted, values) {
+                if let value, let decoded = CachedEntry.decodePublic(value) { bodies[number] = decoded }
+            }
+        }
+        var commands: [[ByteBuffer]] = []
+        for end in ends {
+            let members = (end.first...end.last).compactMap { bodies[$0] }
+            guard members.count == Int(end.size) else { continue }
+            commands.append([ByteBuffer(string: "SET"), ByteBuffer(string: keys.run(end.size, end.run)), CachedRun(bodies: members).value])
+        }
+        return commands
     }
 }

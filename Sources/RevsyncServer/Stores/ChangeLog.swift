@@ -1,16 +1,53 @@
 import NIOCore
+import RevsyncGzip
 import RevsyncRules
+
+/// The form a response will carry its change sets in.
+public enum EntryForm: Sendable, Hashable {
+    /// JSON bytes.
+    case plain
+    /// Compressed once at commit where the store has that (the answer is gzip); plain otherwise.
+    case deflated
+}
 
 /// One committed change set as the requesting device receives it.
 public struct LogEntry: Sendable {
+    public enum Body: Sendable {
+        /// The exact JSON of the change set.
+        case plain(ByteBuffer)
+        /// The same JSON compressed on its own, to be joined into a gzip answer as is.
+        case deflated(DeflateFragment)
+        /// This change set and the next ones of an aligned run, joined by commas and compressed
+        /// together (far smaller than apart); the run's other entries are `inRun`.
+        case deflatedRun(DeflateFragment)
+        /// Sent within the run an earlier entry carries.
+        case inRun
+
+        /// The size of the JSON, however it is held (a run's whole size on its first entry).
+        public var size: Int {
+            switch self {
+            case .plain(let bytes): bytes.readableBytes
+            case .deflated(let fragment), .deflatedRun(let fragment): fragment.length
+            case .inRun: 0
+            }
+        }
+    }
+
     public let revision: Int64
-    /// The exact JSON of the change set (the author's form for the device that made it).
-    public let bytes: ByteBuffer
+    /// The change set (the author's form for the device that made it).
+    public let body: Body
 
     package init(revision: Int64, bytes: ByteBuffer) {
-        self.revision = revision
-        self.bytes = bytes
+        self.init(revision: revision, body: .plain(bytes))
     }
+
+    package init(revision: Int64, body: Body) {
+        self.revision = revision
+        self.body = body
+    }
+
+    /// The size of the JSON, however it is held: what the page limits count.
+    public var size: Int { body.size }
 }
 
 /// Part of the log after some revision, cut by the response limits.
@@ -34,15 +71,29 @@ public protocol ChangeLog: Sendable {
     func state() async throws -> LogState
     /// The head and horizon as PostgreSQL has them.
     func authoritativeState() async throws -> LogState
-    /// Entries after `revision` up to `head` (or beyond) in order, gap-free, at least one when any exist.
-    /// - Parameter authored: the device's own entries the caller holds already (its change sets
-    ///   this request committed), in the author's form; a store may skip reading them.
+    /// Entries after `revision` up to `head` (or beyond) in order, gap-free, at least one when
+    /// any exist; reading stops where the limits cut the page.
+    /// - Parameter own: revisions the caller knows are the device's own (it just committed them).
     func entries(
-        after revision: Int64, through head: Int64, for device: Device, limits: CatchUpLimits, authored: [Int64: ByteBuffer]
+        after revision: Int64, through head: Int64, for device: Device, limits: CatchUpLimits, form: EntryForm, own: Set<Int64>
     ) async throws -> CatchUpPage
+    /// The state and the page after `revision` through that head, read together (a request
+    /// without change sets); the caller checks its `maxRevision` against the state afterwards.
+    func catchUp(after revision: Int64, for device: Device, limits: CatchUpLimits, form: EntryForm) async throws -> (state: LogState, page: CatchUpPage)
     /// The author's form of the given revisions (acknowledgements the device asks for again).
     func authorEntries(_ revisions: [Int64], for device: Device) async throws -> [LogEntry]
     /// Called after a batch committed, with its entries in revision order, before any of its
     /// requests is answered; must not fail them.
     func didCommit(_ entries: [CommittedEntry]) async
+}
+
+extension ChangeLog {
+    /// Two reads: the state, then the page through its head.
+    public func catchUp(
+        after revision: Int64, for device: Device, limits: CatchUpLimits, form: EntryForm
+    ) async throws -> (state: LogState, page: CatchUpPage) {
+        let state = try await state()
+        guard revision >= state.horizon, revision < state.head else { return (state, CatchUpPage(entries: [], more: false)) }
+        return (state, try await entries(after: revision, through: state.head, for: device, limits: limits, form: form, own: []))
+    }
 }

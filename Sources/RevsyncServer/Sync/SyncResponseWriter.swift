@@ -1,33 +1,63 @@
 import NIOCore
+import RevsyncGzip
 
-/// Writes a `/sync` response around stored change set bytes without decoding them.
+/// Writes a `/sync` response around stored change set bytes without decoding them: plain
+/// JSON, or one gzip member assembled from change sets compressed at commit, with the
+/// response's own bytes (punctuation, acknowledgements, corrective sets) compressed between them.
 struct SyncResponseWriter {
-    private(set) var buffer: ByteBuffer
+    /// The plain answer, when gzip was not asked for.
+    private var plain: ByteBuffer
+    /// The gzip answer, when it was.
+    private var assembler: GzipAssembler?
     private var count = 0
 
-    init(capacity: Int) {
-        buffer = ByteBufferAllocator().buffer(capacity: capacity + 64)
-        buffer.writeStaticString("{\"changeSets\":[")
+    /// - Parameter capacity: about the size of the JSON.
+    init(gzip: Bool, capacity: Int) {
+        plain = ByteBufferAllocator().buffer(capacity: gzip ? 0 : capacity + 64)
+        assembler = gzip ? GzipAssembler(capacity: capacity / 2) : nil
+        write(ByteBuffer(string: "{\"changeSets\":["))
     }
 
-    mutating func append(_ bytes: ByteBuffer) {
-        if count > 0 { buffer.writeStaticString(",") }
-        var copy = bytes
-        buffer.writeBuffer(&copy)
-        count += 1
+    mutating func append(_ body: LogEntry.Body) {
+        if case .inRun = body { return }
+        separate()
+        switch body {
+        case .plain(let bytes):
+            write(bytes)
+        case .inRun:
+            return
+        case .deflated(let fragment) where assembler != nil, .deflatedRun(let fragment) where assembler != nil:
+            assembler?.write(fragment)
+        case .deflated(let fragment), .deflatedRun(let fragment):
+            // The change log answers in the form asked for, so this is a store's mistake; inflating it is still correct.
+            var single = GzipAssembler(capacity: fragment.deflated.readableBytes)
+            single.write(fragment)
+            write((try? Gzip.inflate(single.finish(), maxSize: fragment.length)) ?? ByteBuffer())
+        }
     }
 
     mutating func append(_ bytes: [UInt8]) {
-        if count > 0 { buffer.writeStaticString(",") }
-        buffer.writeBytes(bytes)
-        count += 1
+        separate()
+        write(ByteBuffer(bytes: bytes))
     }
 
     consuming func finish(maxRevision: Int64, more: Bool) -> ByteBuffer {
-        buffer.writeStaticString("],\"maxRevision\":")
-        buffer.writeString(String(maxRevision))
-        if more { buffer.writeStaticString(",\"more\":true") }
-        buffer.writeStaticString("}")
-        return buffer
+        write(ByteBuffer(string: "],\"maxRevision\":" + String(maxRevision) + (more ? ",\"more\":true}" : "}")))
+        guard let assembler else { return plain }
+        return assembler.finish()
+    }
+
+    private mutating func separate() {
+        if count > 0 { write(ByteBuffer(string: ",")) }
+        count += 1
+    }
+
+    private mutating func write(_ bytes: ByteBuffer) {
+        if assembler != nil {
+            assembler?.write(bytes)
+        } else {
+            var bytes = bytes
+            plain.writeBuffer(&bytes)
+        }
     }
 }

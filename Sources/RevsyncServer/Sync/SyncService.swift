@@ -26,13 +26,29 @@ package struct SyncService: Sendable {
     }
 
     /// The response body of one exchange: what the device missed, acknowledgements and corrective sets.
-    package func sync(_ request: SyncRequest, device: Device, logger: Logger) async throws -> ByteBuffer {
+    /// - Parameter gzip: answer with one gzip member (the change sets as compressed at commit, where the log has them).
+    package func sync(_ request: SyncRequest, device: Device, gzip: Bool = false, logger: Logger) async throws -> ByteBuffer {
         try RequestRules.check(request, maxChangeSets: limits.maxChangeSetsPerRequest, maxOperations: limits.maxOperationsPerRequest)
         // The rest of the seq rules are checked under the device's lock, in the batch: a gap or a
         // reused seq refuses the request before any of its change sets applies.
         try SeqRules.checkOrder(request.changeSets.compactMap(\.seq))
+        let catchUpLimits = CatchUpLimits(maxChangeSets: limits.catchUpMaxChangeSets, maxBytes: limits.catchUpMaxBytes)
+        let form: EntryForm = gzip ? .deflated : .plain
+        guard !request.changeSets.isEmpty else {
+            // Nothing to apply: the state and the page in one read of the log.
+            let started = ContinuousClock.now
+            var (state, page) = try await changeLog.catchUp(after: request.maxRevision, for: device, limits: catchUpLimits, form: form)
+            if request.maxRevision > state.head {
+                // A cached head may lag (or have been set back): ask PostgreSQL before refusing.
+                state = try await changeLog.authoritativeState()
+                try CatchUpRules.checkEnvelope(maxRevision: request.maxRevision, state: state)
+                page = try await changeLog.entries(after: request.maxRevision, through: state.head, for: device, limits: catchUpLimits, form: form, own: [])
+            }
+            try CatchUpRules.checkEnvelope(maxRevision: request.maxRevision, state: state)
+            metrics.recordCatchUp(changeSets: page.entries.count, source: page.source, duration: ContinuousClock.now - started)
+            return respond(page, maxRevision: request.maxRevision, acks: [], correctives: [], gzip: gzip)
+        }
         var state = try await changeLog.state()
-        // A cached head may lag (or have been set back): ask PostgreSQL before refusing.
         if request.maxRevision > state.head { state = try await changeLog.authoritativeState() }
         try CatchUpRules.checkEnvelope(maxRevision: request.maxRevision, state: state)
 
@@ -47,23 +63,25 @@ package struct SyncService: Sendable {
 
         let started = ContinuousClock.now
         let head = max(state.head, outcomes.compactMap(\.revision).max() ?? 0)
-        var authored: [Int64: ByteBuffer] = [:]
-        for case .applied(let revision, _, let entry) in outcomes { authored[revision] = entry.authorBody }
-        let page = try await changeLog.entries(
-            after: request.maxRevision, through: head, for: device,
-            limits: CatchUpLimits(maxChangeSets: limits.catchUpMaxChangeSets, maxBytes: limits.catchUpMaxBytes), authored: authored)
+        let own = Set(outcomes.compactMap { outcome -> Int64? in
+            if case .applied(let revision, _, _) = outcome { return revision }
+            return nil
+        })
+        let page = try await changeLog.entries(after: request.maxRevision, through: head, for: device, limits: catchUpLimits, form: form, own: own)
         let oldAcks = try await repeatedAcknowledgements(outcomes, maxRevision: request.maxRevision, device: device)
         metrics.recordCatchUp(changeSets: page.entries.count, source: page.source, duration: ContinuousClock.now - started)
         let correctives = try await correctiveSets(outcomes, device: device)
+        return respond(page, maxRevision: request.maxRevision, acks: oldAcks, correctives: correctives, gzip: gzip)
+    }
 
-        let size = page.entries.reduce(0) { $0 + $1.bytes.readableBytes } + (oldAcks + correctives).reduce(0) { $0 + $1.count }
-        var writer = SyncResponseWriter(capacity: size + 16 * (outcomes.count + page.entries.count))
-        for ack in oldAcks { writer.append(ack) }
-        for entry in page.entries { writer.append(entry.bytes) }
+    private func respond(_ page: CatchUpPage, maxRevision: Int64, acks: [[UInt8]], correctives: [[UInt8]], gzip: Bool) -> ByteBuffer {
+        let size = page.entries.reduce(0) { $0 + $1.size } + (acks + correctives).reduce(0) { $0 + $1.count }
+        var writer = SyncResponseWriter(gzip: gzip, capacity: size + 16 * (acks.count + correctives.count + page.entries.count))
+        for ack in acks { writer.append(ack) }
+        for entry in page.entries { writer.append(entry.body) }
         for corrective in correctives { writer.append(corrective) }
-        let maxRevision = page.entries.last?.revision ?? request.maxRevision
         if let last = page.entries.last { metrics.observeHead(last.revision) }
-        return writer.finish(maxRevision: maxRevision, more: page.more)
+        return writer.finish(maxRevision: page.entries.last?.revision ?? maxRevision, more: page.more)
     }
 
     /// Acknowledgements the device asks for again although it is past them (after a
@@ -71,8 +89,9 @@ package struct SyncService: Sendable {
     private func repeatedAcknowledgements(_ outcomes: [ApplyOutcome], maxRevision: Int64, device: Device) async throws -> [[UInt8]] {
         let old = outcomes.compactMap(\.revision).filter { $0 <= maxRevision }
         guard !old.isEmpty else { return [] }
-        var acks: [(revision: Int64, bytes: [UInt8])] = try await changeLog.authorEntries(old, for: device).map {
-            ($0.revision, Array($0.bytes.readableBytesView))
+        var acks: [(revision: Int64, bytes: [UInt8])] = try await changeLog.authorEntries(old, for: device).compactMap {
+            guard case .plain(let bytes) = $0.body else { return nil }
+            return ($0.revision, Array(bytes.readableBytesView))
         }
         for case .repeated(let revision, let seq) in outcomes where old.contains(revision) && !acks.contains(where: { $0.revision == revision }) {
             acks.append((revision, try await corrections.rebuiltAcknowledgement(seq: seq, revision: revision, device: device)))

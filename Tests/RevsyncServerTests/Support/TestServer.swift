@@ -5,6 +5,7 @@ import HummingbirdTesting
 import Logging
 import NIOCore
 import PostgresNIO
+import RevsyncGzip
 import RevsyncWire
 @testable import RevsyncServer
 
@@ -68,11 +69,21 @@ struct TestHarness: Sendable {
         }
     }
 
-    /// POSTs a sync request and decodes a 200 answer; anything else throws with the body.
+    /// POSTs a sync request as a device does (accepting gzip) and decodes a 200 answer; anything else throws with the body.
     func sync(_ device: TestDevice, from maxRevision: Int64, _ changeSets: [ChangeSet] = []) async throws -> SyncResponse {
-        let (status, body) = try await post(device, SyncRequest(maxRevision: maxRevision, changeSets: changeSets))
+        let (status, body) = try await post(device, SyncRequest(maxRevision: maxRevision, changeSets: changeSets), gzip: true)
         guard status == .ok else { throw TestSetupError("sync answered \(status): \(String(buffer: body))") }
         return try JSONDecoder().decode(SyncResponse.self, from: Data(body.readableBytesView))
+    }
+
+    /// POSTs a sync request; with `gzip`, accepts gzip and returns the inflated body (checked strictly: one whole member).
+    func post(_ device: TestDevice, _ request: SyncRequest, gzip: Bool) async throws -> (HTTPResponse.Status, ByteBuffer) {
+        let headers: HTTPFields = gzip ? [.authorization: "Bearer \(device.token)", .acceptEncoding: "gzip"] : [.authorization: "Bearer \(device.token)"]
+        let (status, body, encoding) = try await client.execute(
+            uri: "/sync", method: .post, headers: headers, body: ByteBuffer(bytes: try JSONEncoder().encode(request))
+        ) { ($0.status, $0.body, $0.headers[.contentEncoding]) }
+        guard encoding == "gzip" else { return (status, body) }
+        return (status, try Gzip.inflate(body, maxSize: 1 << 30))
     }
 
     func post(_ device: TestDevice, _ request: SyncRequest) async throws -> (HTTPResponse.Status, ByteBuffer) {

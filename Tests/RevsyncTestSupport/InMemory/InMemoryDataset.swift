@@ -56,7 +56,7 @@ package final class InMemoryDataset: ChangeSetStore, ChangeLog, RecordStore, Dev
     package func authoritativeState() async throws -> LogState { try await state() }
 
     package func entries(
-        after revision: Int64, through head: Int64, for device: Device, limits: CatchUpLimits, authored: [Int64: ByteBuffer] = [:]
+        after revision: Int64, through head: Int64, for device: Device, limits: CatchUpLimits, form: EntryForm = .plain, own: Set<Int64> = []
     ) async throws -> CatchUpPage {
         let log = state.withLock { $0.log }
         var pager = CatchUpPager(limits: limits)
