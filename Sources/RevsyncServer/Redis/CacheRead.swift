@@ -45,14 +45,16 @@ extension RedisChangeLog {
             case .run(let size, let index, _): keys.run(size, index)
             }
         }
-        let pageEnd = revision + Int64(limits.maxChangeSets)
+        // A device may send any maxRevision up to Int64.max (it is refused after this read): saturate, never trap.
+        let plus = { (a: Int64, b: Int64) in a.addingReportingOverflow(b).overflow ? Int64.max : a + b }
+        let pageEnd = plus(revision, Int64(limits.maxChangeSets))
         // Reading stops at the byte limit: a chunk holds about as many entries as the limit takes.
         let chunk = Int64(max(16, min(limits.maxChangeSets, limits.maxBytes / max(64, Int(averageBytesPerForm)))))
-        let guess = min(pageEnd, revision + chunk, max(revision, knownHead, floor ?? 0))
+        let guess = min(pageEnd, plus(revision, chunk), max(revision, knownHead, floor ?? 0))
         var pending = revision < guess ? items(revision + 1, guess) : []
         var values = try await redis.mget([keys.head, keys.horizon] + pending.map(itemKey))
         guard let head = values[0].flatMap({ Int64(String(buffer: $0)) }), let horizon = values[1].flatMap({ Int64(String(buffer: $0)) }) else {
-            return CacheRead(state: nil, entries: [], more: false, hole: revision + 1)
+            return CacheRead(state: nil, entries: [], more: false, hole: plus(revision, 1))
         }
         remember(LogState(head: head, horizon: horizon))
         values.removeFirst(2)
@@ -130,7 +132,7 @@ extension RedisChangeLog {
                 }
             }
             guard position < through else { return try await stop(nil) }
-            pending = items(position + 1, min(through, position + chunk))
+            pending = items(position + 1, min(through, plus(position, chunk)))
             values = try await redis.mget(pending.map(itemKey))
         }
     }
