@@ -25,40 +25,35 @@ public final class RedisChangeLog: ChangeLog {
     let keys = Mutex<CacheKeys?>(nil)
     /// A running average of entry sizes (all four values), to fit the window into `cacheMaxBytes`.
     private let averageEntryBytes = Mutex<Double>(1024)
-    /// The highest head this instance has seen (its commits, its reads): where a read expects the log to end.
-    private let highestHead = Mutex<Int64>(0)
-
-    /// The head and horizon as this instance last read them (or moved the head by a commit), and when.
-    private let recentState = Mutex<(state: LogState, at: ContinuousClock.Instant)?>(nil)
+    /// The head and horizon as this instance last saw them (reads, and its own commits, which
+    /// only raise the head), and when it last read them. The head is where a read expects the
+    /// log to end.
+    private let recentState = Mutex<(state: LogState, readAt: ContinuousClock.Instant?)>((LogState(head: 0, horizon: 0), nil))
     /// How long a device at the head is told so without asking Redis. Within one instance its
     /// own commits move the head at once; another instance's commit may go unseen this long,
     /// as if the request had come that much earlier.
     static let stateFreshFor: Duration = .milliseconds(2)
 
-    var knownHead: Int64 { highestHead.withLock { $0 } }
+    var knownHead: Int64 { recentState.withLock { $0.state.head } }
 
     /// The state read within `stateFreshFor`, if any.
     var freshState: LogState? {
         recentState.withLock { recent in
-            guard let recent, ContinuousClock.now - recent.at < Self.stateFreshFor else { return nil }
+            guard let readAt = recent.readAt, ContinuousClock.now - readAt < Self.stateFreshFor else { return nil }
             return recent.state
         }
     }
 
     func remember(_ state: LogState) {
-        learn(head: state.head)
         let now = ContinuousClock.now
         recentState.withLock { recent in
             // A read that started before a commit may finish after it: never move the head back.
-            recent = (LogState(head: max(state.head, recent?.state.head ?? 0), horizon: state.horizon), now)
+            recent = (LogState(head: max(state.head, recent.state.head), horizon: state.horizon), now)
         }
     }
+
     /// About the bytes of one entry in one form, to size a read's chunks.
     var averageBytesPerForm: Double { averageEntryBytes.withLock { $0 } / 3 }
-
-    func learn(head: Int64) {
-        highestHead.withLock { $0 = max($0, head) }
-    }
 
     /// Raises a counter key only if the new value is larger: several instances and late writes never move it back.
     static let raiseScript = """
@@ -282,15 +277,7 @@ public final class RedisChangeLog: ChangeLog {
         let kept = entries.filter { $0.entry.revision > oldest }
         var commands = kept.flatMap { $0.setCommands(keys: keys) }
         // The runs the filled range holds whole, so that later gzip answers take them.
-        let bodies = Dictionary(kept.map { ($0.entry.revision, (device: $0.entry.deviceId, body: $0.entry.body)) }, uniquingKeysWith: { first, _ in first })
-        for size in CachedRun.sizes {
-            for entry in kept {
-                guard let run = CachedRun.ending(at: entry.entry.revision, size: size) else { continue }
-                let members = ((entry.entry.revision - size + 1)...entry.entry.revision).compactMap { bodies[$0] }
-                guard members.count == Int(size) else { continue }
-                commands.append([ByteBuffer(string: "SET"), ByteBuffer(string: keys.run(size, run)), CachedRun(bodies: members).value])
-            }
-        }
+        commands += await runCommands(kept, keys: keys, readingEarlier: false)
         guard !commands.isEmpty else { return entries }
         do {
             _ = try await redis.pipeline(commands)
@@ -306,16 +293,15 @@ public final class RedisChangeLog: ChangeLog {
 
     public func didCommit(_ entries: [CommittedEntry]) async {
         guard let last = entries.last else { return }
-        // Compressed here, once, whether or not Redis takes them now: the sizes feed the window.
+        recentState.withLock { recent in
+            recent.state = LogState(head: max(recent.state.head, last.revision), horizon: recent.state.horizon)
+        }
+        // Compressed only when Redis takes them: with the cache off or down, nobody would read them.
+        guard let keys = usableKeys else { return }
         let cached = entries.map(CachedEntry.init)
         for entry in cached {
             averageEntryBytes.withLock { $0 = $0 * 0.99 + Double(entry.cachedBytes) * 0.01 }
         }
-        learn(head: last.revision)
-        recentState.withLock { recent in
-            if let known = recent { recent = (LogState(head: max(known.state.head, last.revision), horizon: known.state.horizon), known.at) }
-        }
-        guard let keys = usableKeys else { return }
         var commands: [[ByteBuffer]] = []
         for entry in cached {
             commands += entry.setCommands(keys: keys)
@@ -327,7 +313,7 @@ public final class RedisChangeLog: ChangeLog {
             }
             commands.append([ByteBuffer(string: "DEL")] + victims.map { ByteBuffer(string: $0) })
         }
-        commands += await runCommands(cached, keys: keys)
+        commands += await runCommands(cached, keys: keys, readingEarlier: true)
         // The entries first, then the head, in one round trip for the whole batch: a reader
         // that sees the new head finds the entries (or backfills them).
         commands.append(["EVAL", Self.raiseScript, "1", keys.head, String(last.revision)].map { ByteBuffer(string: $0) })
@@ -340,10 +326,11 @@ public final class RedisChangeLog: ChangeLog {
         }
     }
 
-    /// The runs this batch completes (`CachedRun`), compressed: their earlier change sets come
-    /// from Redis in one `MGET`, only when the batch ends a run. A run that cannot be made
+    /// The runs `batch` completes (`CachedRun`), compressed. With `readingEarlier`, a run's
+    /// change sets before the batch come from Redis in one `MGET`, only when the batch ends a
+    /// run; without it, only runs the batch holds whole are made. A run that cannot be made
     /// (an entry missing, Redis failing) is left out; its change sets then go one by one.
-    private func runCommands(_ batch: [CachedEntry], keys: CacheKeys) async -> [[ByteBuffer]] {
+    private func runCommands(_ batch: [CachedEntry], keys: CacheKeys, readingEarlier: Bool) async -> [[ByteBuffer]] {
         var ends: [(size: Int64, run: Int64, first: Int64, last: Int64)] = []
         for entry in batch {
             let last = entry.entry.revision
@@ -355,7 +342,7 @@ public final class RedisChangeLog: ChangeLog {
         var bodies: [Int64: (device: Int64, body: ByteBuffer)] = [:]
         for entry in batch { bodies[entry.entry.revision] = (entry.entry.deviceId, entry.entry.body) }
         let wanted = Set(ends.flatMap { $0.first...$0.last }).subtracting(bodies.keys).sorted()
-        if !wanted.isEmpty {
+        if readingEarlier && !wanted.isEmpty {
             guard let values = try? await redis.mget(wanted.map(keys.entry)) else { return [] }
             for (number, value) in zip(wanted, values) {
                 if let value, let decoded = CachedEntry.decodePublic(value) { bodies[number] = decoded }

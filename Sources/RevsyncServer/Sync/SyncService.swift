@@ -63,10 +63,8 @@ package struct SyncService: Sendable {
 
         let started = ContinuousClock.now
         let head = max(state.head, outcomes.compactMap(\.revision).max() ?? 0)
-        let own = Set(outcomes.compactMap { outcome -> Int64? in
-            if case .applied(let revision, _, _) = outcome { return revision }
-            return nil
-        })
+        // Every revision an outcome names (new, or repeated) is the device's own.
+        let own = Set(outcomes.compactMap(\.revision))
         let page = try await changeLog.entries(after: request.maxRevision, through: head, for: device, limits: catchUpLimits, form: form, own: own)
         let oldAcks = try await repeatedAcknowledgements(outcomes, maxRevision: request.maxRevision, device: device)
         metrics.recordCatchUp(changeSets: page.entries.count, source: page.source, duration: ContinuousClock.now - started)
