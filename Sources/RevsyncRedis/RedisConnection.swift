@@ -106,6 +106,32 @@ final class RedisConnection {
         return replies
     }
 
+    /// The next message pushed on a subscribed connection, or nil when none arrives within
+    /// `timeout`. The socket's own timeout cannot serve here: hiredis marks the context dead
+    /// after a timed-out read, so the wait happens in `poll` and only ready bytes are read.
+    func nextPushed(within timeout: Duration) throws(RedisError) -> RedisValue? {
+        if let buffered = try replyFromReader() { return buffered }
+        var descriptor = pollfd(fd: context.pointee.fd, events: Int16(POLLIN), revents: 0)
+        let milliseconds = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        let ready = poll(&descriptor, 1, milliseconds)
+        if ready < 0 {
+            guard errno == EINTR else { throw .connectionLost(endpoint: endpoint, reason: "poll failed with errno \(errno)") }
+            return nil
+        }
+        guard ready > 0 else { return nil }
+        guard redisBufferRead(context) == REDIS_OK else { throw failure(errno: errno) }
+        return try replyFromReader()
+    }
+
+    /// A reply hiredis has read whole already, without touching the socket.
+    private func replyFromReader() throws(RedisError) -> RedisValue? {
+        var reply: UnsafeMutableRawPointer?
+        guard redisGetReplyFromReader(context, &reply) == REDIS_OK else { throw failure(errno: errno) }
+        guard let reply else { return nil }
+        defer { freeReplyObject(reply) }
+        return try RedisValue(copying: reply.assumingMemoryBound(to: redisReply.self))
+    }
+
     private func append(_ request: ByteBuffer) throws(RedisError) {
         guard !isBroken else { throw failure(errno: 0) }
         let status = request.withUnsafeReadableBytes { bytes in

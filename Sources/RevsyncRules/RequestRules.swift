@@ -6,6 +6,11 @@ public enum RequestRules {
         guard request.maxRevision >= 0 else {
             throw SyncRefusal(.invalidRequest, "maxRevision must be 0 or more, not \(request.maxRevision)")
         }
+        if let wait = request.wait {
+            guard wait.isFinite, wait >= 0 else {
+                throw SyncRefusal(.invalidRequest, "wait must be a number of seconds, 0 or more, not \(wait)")
+            }
+        }
         guard request.changeSets.count <= maxChangeSets else {
             throw SyncRefusal(.tooLarge, "\(request.changeSets.count) change sets in one request; the limit is \(maxChangeSets): send the rest next")
         }

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Logging
+import NIOPosix
 import PostgresNIO
 import RevsyncRedis
 import RevsyncRules
@@ -23,6 +24,11 @@ public struct Server: Sendable {
     let cache: RedisChangeLog?
     let redis: RedisClient?
     let logger: Logger
+    /// Requests waiting for a commit (long-poll), woken by this instance's commits and `CommitFeed`.
+    let waiters: CommitWaiters
+    let commitFeed = CommitFeed.Status()
+    /// Requests under way; waiting ones give their place up.
+    let inFlight = BoundedCount()
 
     /// Loads the schema and prepares the database client; nothing connects until the application runs.
     public init(settings: ServerSettings, logger: Logger, applyDelay: ApplyDelay? = nil) throws {
@@ -55,6 +61,8 @@ public struct Server: Sendable {
             cache = nil
             changeLog = postgresLog
         }
+        let metrics = self.metrics
+        waiters = CommitWaiters(timers: MultiThreadedEventLoopGroup.singleton, changed: { metrics.recordWaiting($0) })
         var changeSets = PostgresChangeSetStore(database: database, schema: schema)
         changeSets.delayAfterStamp = applyDelay
         sync = SyncController(
@@ -62,7 +70,8 @@ public struct Server: Sendable {
             service: SyncService(
                 changeSets: changeSets, changeLog: changeLog, records: PostgresRecordStore(database: database, schema: schema),
                 schema: schema, limits: settings.limits, metrics: metrics,
-                commitBatchSize: settings.commitBatchSize, commitBatchWait: settings.commitBatchWait),
+                commitBatchSize: settings.commitBatchSize, commitBatchWait: settings.commitBatchWait,
+                longPoll: LongPoll(waiters: waiters, maxWait: settings.maxWait, inFlight: inFlight)),
             perDevice: DeviceRequestCount(limit: settings.maxRequestsPerDevice))
         var pruner = LogPruner(database: database, retention: settings.logRetention, interval: settings.pruneInterval)
         if let cache = self.cache {
@@ -72,10 +81,10 @@ public struct Server: Sendable {
     }
 
     /// The routes: each controller decodes, authenticates once and calls its service.
-    func buildRouter() -> Router<BasicRequestContext> {
-        let router = Router(context: BasicRequestContext.self)
+    func buildRouter() -> Router<RevsyncRequestContext> {
+        let router = Router(context: RevsyncRequestContext.self)
         router.middlewares.add(ObservationMiddleware(metrics: metrics))
-        router.middlewares.add(InFlightLimitMiddleware(limit: settings.maxRequestsInFlight, count: BoundedCount()))
+        router.middlewares.add(InFlightLimitMiddleware(limit: settings.maxRequestsInFlight, count: inFlight))
         let bodyReader = sync.bodyReader
         let authenticator = sync.authenticator
         sync.addRoutes(to: router)
@@ -100,6 +109,9 @@ public struct Server: Sendable {
         if let redis, let cache {
             services += [RedisService(client: redis), CacheReconciler(cache: cache, interval: settings.cacheReconcileInterval)]
         }
+        // Last, so that it stops first (services stop in reverse order), while Redis still runs.
+        services.append(
+            CommitFeed(waiters: waiters, status: commitFeed, changeLog: changeLog, cache: cache, recheckInterval: settings.waitRecheckInterval, logger: logger))
         var app = Application(
             router: buildRouter(),
             server: GuardedHTTP1Channel.builder(limits: settings.connections, count: BoundedCount()),

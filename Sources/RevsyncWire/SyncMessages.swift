@@ -4,10 +4,15 @@ public struct SyncRequest: Sendable, Hashable, Codable {
     public var maxRevision: Int64
     /// The device's pending change sets, oldest first.
     public var changeSets: [ChangeSet]
+    /// Seconds the server may hold a request without change sets until something is
+    /// committed after `maxRevision` (long-poll); nil or 0 answers at once. The server
+    /// clamps it to its maximum (`REVSYNC_MAX_WAIT_SECONDS`).
+    public var wait: Double?
 
-    public init(maxRevision: Int64, changeSets: [ChangeSet] = []) {
+    public init(maxRevision: Int64, changeSets: [ChangeSet] = [], wait: Double? = nil) {
         self.maxRevision = maxRevision
         self.changeSets = changeSets
+        self.wait = wait
     }
 }
 

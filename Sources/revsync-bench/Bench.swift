@@ -35,19 +35,25 @@ struct Bench {
     }
 
     init(databaseURL: String, redisURL: String, revisions: Int64, entryBytes: Int, logger: Logger) async throws {
-        guard var components = URLComponents(string: databaseURL) else { throw SettingsError("bad database URL \(databaseURL)") }
         serverURL = databaseURL
-        components.path = "/revsync_bench"
-        benchURL = components.string ?? databaseURL
+        benchURL = try await Self.freshDatabase(serverURL: databaseURL, redisURL: redisURL, logger: logger)
         self.redisURL = redisURL
         self.revisions = revisions
         self.entryBytes = entryBytes
         self.logger = logger
-        try await SQL.run(on: databaseURL, "DROP DATABASE IF EXISTS revsync_bench WITH (FORCE)", logger: logger)
-        try await SQL.run(on: databaseURL, "CREATE DATABASE revsync_bench", logger: logger)
+    }
+
+    /// Drops and creates the database `revsync_bench` on the server of `serverURL`, and flushes
+    /// Redis: every run starts with no log, no devices and no cache. Returns the new database's URL.
+    static func freshDatabase(serverURL: String, redisURL: String, logger: Logger) async throws -> String {
+        guard var components = URLComponents(string: serverURL) else { throw SettingsError("bad database URL \(serverURL)") }
+        components.path = "/revsync_bench"
+        try await SQL.run(on: serverURL, "DROP DATABASE IF EXISTS revsync_bench WITH (FORCE)", logger: logger)
+        try await SQL.run(on: serverURL, "CREATE DATABASE revsync_bench", logger: logger)
         let redis = try RedisClient(configuration: try RedisConfiguration(url: redisURL), logger: logger)
         try await redis.flushAll()
         await redis.shutdown()
+        return components.string ?? serverURL
     }
 
     func settings(cache: Bool, port: Int) -> ServerSettings {
@@ -121,7 +127,7 @@ struct Bench {
         return BenchReport(
             machine: Machine.describe(), date: ISO8601DateFormatter().string(from: Date()),
             revisions: parts.catchUp ? revisions : 0, entryBytes: entryBytes, durability: durability,
-            catchUp: catchUp, load: load, writes: writes, floor: floor)
+            catchUp: catchUp, load: load, writes: writes, floor: floor, push: nil)
     }
 
     /// Registers the loader and the reader, loads the log and warms the cache; returns the reader's token.

@@ -27,6 +27,7 @@ struct BenchClient: Sendable {
         request.body = .bytes(ByteBuffer(bytes: try JSONEncoder().encode(DeviceRegistration(name: name, user: name, role: role))))
         let response = try await http.execute(request, timeout: .seconds(30))
         let body = try await response.body.collect(upTo: 1 << 20)
+        guard response.status == .created else { throw BenchError("POST /devices answered \(response.status): \(String(buffer: body))") }
         return try JSONDecoder().decode(RegisteredDevice.self, from: Data(body.readableBytesView)).token
     }
 

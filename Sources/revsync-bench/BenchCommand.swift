@@ -8,7 +8,8 @@ struct BenchCommand: AsyncParsableCommand {
         commandName: "revsync-bench",
         abstract: """
             Catch-up latency (Redis path, PostgreSQL only, raw floor), many catch-up clients at once (wrk), \
-            and write throughput against its SQL-only floor, side by side in one run.
+            and write throughput against its SQL-only floor, side by side in one run; or, with --push, \
+            live push by long-poll against release `revsync serve` processes.
             """)
 
     @Option(help: "Revisions in the log.") var revisions = 100_000
@@ -17,6 +18,12 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "Seconds of each wrk run of the concurrent catch-up part (d); 0 skips it.") var loadSeconds = 5
     @Flag(help: "Skip the catch-up parts (no log is loaded): only the writes and their floor.") var writesOnly = false
     @Flag(help: "Skip the writes and their floor: only the catch-up parts.") var catchUpOnly = false
+    @Flag(help: "Measure only live push by long-poll: many devices waiting on release `revsync serve` processes.") var push = false
+    @Option(help: "With --push: devices waiting at once on one instance.") var pushWaiters = 10_000
+    @Option(help: "With --push: devices waiting in the write-to-visible parts.") var pushVisibleWaiters = 100
+    @Option(help: "With --push: measured commits of each write-to-visible part.") var pushCommits = 200
+    @Option(help: "With --push: seconds of each reading of the server's idle CPU.") var pushIdleSeconds = 10
+    @Option(help: "With --push: the `revsync` executable to run (default: the one beside revsync-bench).") var server: String?
     @Option(help: "Where to write the JSON report.") var output = "reports/bench.json"
     @Option(help: "PostgreSQL server URL (a database named revsync_bench is created there).")
     var databaseURL = ProcessInfo.processInfo.environment["REVSYNC_DATABASE_URL"] ?? "postgres://revsync@127.0.0.1:54329/revsync"
@@ -26,11 +33,26 @@ struct BenchCommand: AsyncParsableCommand {
     func validate() throws {
         guard !(writesOnly && catchUpOnly) else { throw ValidationError("--writes-only and --catch-up-only leave nothing to measure") }
         guard loadSeconds >= 0 else { throw ValidationError("--load-seconds must be 0 or more") }
+        guard !(push && (writesOnly || catchUpOnly)) else { throw ValidationError("--push measures push only: leave out --writes-only and --catch-up-only") }
+        guard pushWaiters >= pushVisibleWaiters, pushVisibleWaiters >= 1 else {
+            throw ValidationError("--push-visible-waiters must be 1 or more, and --push-waiters at least as many")
+        }
+        guard pushCommits >= 1, pushIdleSeconds >= 1 else { throw ValidationError("--push-commits and --push-idle-seconds must be 1 or more") }
     }
 
     func run() async throws {
         var logger = Logger(label: "revsync.bench")
         logger.logLevel = .warning
+        if push {
+            let options = PushBench.Options(
+                waiters: pushWaiters, visibleWaiters: pushVisibleWaiters, commits: pushCommits, idleSeconds: pushIdleSeconds,
+                server: server ?? Self.sibling("revsync"))
+            let report = try await PushBench(databaseURL: databaseURL, redisURL: redisURL, options: options, logger: logger).run()
+            print(report.table())
+            try report.write(to: output)
+            print("JSON report: \(output)")
+            return
+        }
         let parts: Bench.Parts = writesOnly ? .writes : (catchUpOnly ? .catchUp : .all)
         let bench = try await Bench(
             databaseURL: databaseURL, redisURL: redisURL, revisions: Int64(revisions), entryBytes: entryBytes, logger: logger)
@@ -38,5 +60,12 @@ struct BenchCommand: AsyncParsableCommand {
         print(report.table())
         try report.write(to: output)
         print("JSON report: \(output)")
+    }
+
+    /// `name` in the directory of this executable: `swift build` puts its products side by side.
+    private static func sibling(_ name: String) -> String {
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+            ?? Bundle.main.executablePath ?? CommandLine.arguments[0]
+        return URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent(name).path
     }
 }

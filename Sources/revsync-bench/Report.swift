@@ -109,6 +109,8 @@ struct BenchReport: Codable {
     /// Empty with `--catch-up-only`, as is `floor`.
     let writes: [WriteRow]
     let floor: [FloorRow]
+    /// `--push` only, which measures nothing else.
+    let push: PushReport?
 
     /// The batched floor that got the most change sets through: what a server writing one
     /// change set per commit is compared with.
@@ -120,6 +122,7 @@ struct BenchReport: Codable {
         if let load { sections.append(loadTable(load)) }
         if !writes.isEmpty { sections.append(writesTable()) }
         if !floor.isEmpty { sections.append(floorTable()) }
+        if let push { sections.append(push.table()) }
         return sections.map { $0.joined(separator: "\n") }.joined(separator: "\n\n")
     }
 

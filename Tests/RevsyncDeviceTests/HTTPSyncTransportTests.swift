@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import RevsyncGzip
 import RevsyncWire
+import Synchronization
 import Testing
 
 @testable import RevsyncDevice
@@ -129,6 +130,57 @@ struct HTTPSyncTransportTests {
         #expect(server.requests.first?.method == "GET")
         #expect(server.requests.first?.headers["authorization"] == "Bearer secret")
         #expect(refusal == .seqReused(expected: 13, lowestTemporaryId: -30, message: "renumber"))
+    }
+
+    /// The server sends nothing while it holds a long-poll: the request's deadline is its
+    /// wait on top of `requestTimeout`, and the wait stays below `readTimeout`.
+    @Test(.timeLimit(.minutes(1)))
+    func aLongPollGetsItsWaitOnTopOfTheTimeoutAndStaysBelowTheReadTimeout() async throws {
+        let empty = try json(SyncResponse(maxRevision: 3, changeSets: []))
+        let server = try MiniHTTPServer { _ in
+            Thread.sleep(forTimeInterval: 1.2)
+            return .init(status: 200, body: empty)
+        }
+        defer { server.stop() }
+        let exchanges = Mutex<[HTTPExchange]>([])
+        var configuration = HTTPSyncTransport.Configuration(baseURL: server.baseURL)
+        configuration.requestTimeout = .milliseconds(500)
+        configuration.readTimeout = .seconds(8)
+        configuration.observer = { exchange in exchanges.withLock { $0.append(exchange) } }
+        let (held, plain) = try await withTransport(configuration) { transport in
+            let held = try await transport.sync(SyncRequest(maxRevision: 3, wait: 25), token: "t")
+            do {
+                _ = try await transport.sync(SyncRequest(maxRevision: 3), token: "t")
+                return (held, nil as SyncTransportError?)
+            } catch {
+                return (held, error as? SyncTransportError)
+            }
+        }
+        #expect(held.maxRevision == 3)
+        guard case .connection? = plain else {
+            Issue.record("a request without a wait keeps its deadline, got \(String(describing: plain))")
+            return
+        }
+        let sent = try JSONDecoder().decode(SyncRequest.self, from: Data(try #require(server.requests.first).body))
+        #expect(sent.wait == 3, "25 s asked, 8 s read timeout less the 5 s margin")
+        #expect(exchanges.withLock { $0.map(\.wait) } == [3, nil])
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func cancellingALongPollEndsItsRequestAtOnce() async throws {
+        let server = try MiniHTTPServer { _ in
+            Thread.sleep(forTimeInterval: 10)
+            return .init(status: 200)
+        }
+        defer { server.stop() }
+        try await withTransport(.init(baseURL: server.baseURL)) { transport in
+            let call = Task { try await transport.sync(SyncRequest(maxRevision: 0, wait: 30), token: "t") }
+            try await Task.sleep(for: .milliseconds(300))
+            let cancelled = ContinuousClock.now
+            call.cancel()
+            _ = try? await call.value
+            #expect(ContinuousClock.now - cancelled < .seconds(2))
+        }
     }
 
     @Test func noServerIsAConnectionError() async throws {

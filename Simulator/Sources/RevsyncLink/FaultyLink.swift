@@ -20,6 +20,7 @@ public final class FaultyLink: Sendable {
     private let state: LinkState
     private let serverChannel: any Channel
     private let logger: Logger
+    private let onOfflineChange: (@Sendable (Bool) -> Void)?
 
     /// Starts a link listening on 127.0.0.1 with an ephemeral port.
     ///
@@ -32,6 +33,9 @@ public final class FaultyLink: Sendable {
     ///   - logger: Routine events go out at debug.
     ///   - onFate: Called with every request's fate as it is decided (for
     ///     logs and replay checks); it runs on an event loop, so keep it short.
+    ///   - onOfflineChange: Called with `true` when the link goes offline and `false`
+    ///     when it comes back (a scheduled window, `setOffline`, `heal`), as it
+    ///     happens; it may run on an event loop, so keep it short.
     public init(
         profile: LinkProfile,
         seed: UInt64,
@@ -39,7 +43,8 @@ public final class FaultyLink: Sendable {
         targetPort: Int,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         logger: Logger = Logger(label: "revsync.link"),
-        onFate: (@Sendable (RequestFate) -> Void)? = nil
+        onFate: (@Sendable (RequestFate) -> Void)? = nil,
+        onOfflineChange: (@Sendable (Bool) -> Void)? = nil
     ) async throws {
         let state = LinkState(profile: profile, seed: seed, onFate: onFate)
         let channel = try await ServerBootstrap(group: group)
@@ -65,6 +70,7 @@ public final class FaultyLink: Sendable {
         self.state = state
         self.serverChannel = channel
         self.logger = logger
+        self.onOfflineChange = onOfflineChange
         logger.debug(
             "link listening",
             metadata: ["port": "\(port)", "target": "\(targetHost):\(targetPort)", "seed": "\(seed)"]
@@ -87,8 +93,9 @@ public final class FaultyLink: Sendable {
     /// Takes the link offline (new connections are refused, open ones reset)
     /// or back online. A scheduled window overrides this at its next edge.
     public func setOffline(_ offline: Bool) {
-        let toReset = self.state.setOffline(offline)
+        let (changed, toReset) = self.state.setOffline(offline)
         self.logger.debug("link offline changed", metadata: ["offline": "\(offline)", "reset": "\(toReset.count)"])
+        if changed { self.onOfflineChange?(offline) }
         for channel in toReset {
             resetConnection(channel)
         }
@@ -98,7 +105,9 @@ public final class FaultyLink: Sendable {
     /// schedule and passes every request cleanly (latency and bandwidth stay).
     /// The soak heals its links before draining the devices.
     public func heal() {
-        self.state.heal()?.cancel()
+        let (scheduled, wasOffline) = self.state.heal()
+        scheduled?.cancel()
+        if wasOffline { self.onOfflineChange?(false) }
         self.logger.debug("link healed")
     }
 

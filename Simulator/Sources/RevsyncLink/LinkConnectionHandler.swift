@@ -16,6 +16,12 @@ import Darwin
 /// (opened lazily, reopened if the server closes it), so faults fall exactly
 /// on request and response boundaries. Everything runs on the device
 /// connection's event loop; the upstream connection shares that loop.
+///
+/// The link keeps no timeout of its own on an answer: a request the server holds
+/// (a long-poll) waits as long as the server holds it, and its answer then meets
+/// the drawn fate (a stall, a reset, the bandwidth) like any other. Going offline
+/// resets it; a device that gives up closes its connection, and the link closes
+/// the upstream one, so the server sees the disconnect.
 final class LinkConnectionHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart

@@ -59,26 +59,29 @@ final class LinkState: Sendable {
         _ = self.inner.withLock { $0.open.removeValue(forKey: ObjectIdentifier(channel)) }
     }
 
-    /// Sets the offline flag; going offline hands back the open connections to reset.
-    func setOffline(_ offline: Bool) -> [any Channel] {
+    /// Sets the offline flag; says whether it changed, and going offline hands back
+    /// the open connections to reset.
+    func setOffline(_ offline: Bool) -> (changed: Bool, reset: [any Channel]) {
         self.inner.withLock { inner in
-            if offline, inner.healed { return [] }
+            if offline, inner.healed { return (false, []) }
             let wasOffline = inner.offline
             inner.offline = offline
-            guard offline, !wasOffline else { return [] }
+            guard offline, !wasOffline else { return (wasOffline != offline, []) }
             let channels = Array(inner.open.values)
             inner.stats.offlineResets += channels.count
-            return channels
+            return (true, channels)
         }
     }
 
-    /// From now on: no faults, never offline. Hands back the pending schedule edge to cancel.
-    func heal() -> Scheduled<Void>? {
+    /// From now on: no faults, never offline. Hands back the pending schedule edge to
+    /// cancel, and whether the link was offline until now.
+    func heal() -> (scheduled: Scheduled<Void>?, wasOffline: Bool) {
         self.inner.withLock { inner in
             inner.healed = true
+            let wasOffline = inner.offline
             inner.offline = false
             defer { inner.scheduled = nil }
-            return inner.scheduled
+            return (inner.scheduled, wasOffline)
         }
     }
 

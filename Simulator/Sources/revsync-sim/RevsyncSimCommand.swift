@@ -77,6 +77,9 @@ struct RevsyncSimCommand: AsyncParsableCommand {
     @Option(help: "Mean seconds between two actions of one user.")
     var thinkTime = 4.0
 
+    @Option(help: "Seconds a device lets the server hold its catch-up (long-poll) when it has nothing to send; 0: poll every 5 s.")
+    var wait = 25.0
+
     @Option(help: "Shared records every device keeps editing (the source of conflicts).")
     var hotSet = 40
 
@@ -138,6 +141,8 @@ struct RevsyncSimCommand: AsyncParsableCommand {
         settings.faults = try Self.parseFaults(faults)
         settings.deviceCrashes = crashes
         settings.thinkTime = .seconds(try positive(thinkTime, "--think-time"))
+        guard wait.isFinite, wait >= 0 else { throw ValidationError("--wait is 0 or more seconds, not \(wait)") }
+        settings.longPollWait = .seconds(wait)
         settings.hotSetSize = hotSet
         settings.drainBound = .seconds(try positive(drainBound, "--drain-bound"))
         settings.bootstrapConcurrency = try positive(bootstrapConcurrency, "--bootstrap-concurrency")

@@ -18,7 +18,9 @@ final class EchoRecorder: Sendable {
 }
 
 /// Runs a Hummingbird server on 127.0.0.1 with an ephemeral port and a
-/// `POST /echo` that records and returns the body, for the duration of `body`.
+/// `POST /echo` that records and returns the body, for the duration of `body`;
+/// `POST /hold?ms=N` does the same after holding the request N ms, as a server
+/// holds a long-poll (sending nothing meanwhile).
 @discardableResult
 func withEchoServer<T: Sendable>(
     _ body: @Sendable (_ port: Int, _ recorder: EchoRecorder) async throws -> T
@@ -27,6 +29,13 @@ func withEchoServer<T: Sendable>(
     let router = Router()
     router.post("/echo") { request, _ -> Response in
         let bytes = try await request.body.collect(upTo: 1 << 20)
+        recorder.record(String(buffer: bytes))
+        return Response(status: .ok, body: .init(byteBuffer: bytes))
+    }
+    router.post("/hold") { request, _ -> Response in
+        let bytes = try await request.body.collect(upTo: 1 << 20)
+        let milliseconds = request.uri.queryParameters.get("ms", as: Int.self) ?? 0
+        try await Task.sleep(for: .milliseconds(milliseconds))
         recorder.record(String(buffer: bytes))
         return Response(status: .ok, body: .init(byteBuffer: bytes))
     }

@@ -30,6 +30,27 @@ func echo(_ client: HTTPClient, port: Int, _ text: String, timeout: TimeAmount =
     return String(buffer: body)
 }
 
+/// POSTs `text` to `/hold`, which the server holds `milliseconds` before answering (a
+/// long-poll), with a client whose read timeout is above that.
+func held(_ port: Int, _ text: String, milliseconds: Int, timeout: TimeAmount = .seconds(30)) async throws -> String {
+    var configuration = HTTPClient.Configuration()
+    configuration.timeout = .init(connect: .seconds(1), read: timeout)
+    let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    do {
+        var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/hold?ms=\(milliseconds)")
+        request.method = .POST
+        request.body = .bytes(ByteBuffer(string: text))
+        let response = try await client.execute(request, timeout: timeout)
+        let body = try await response.body.collect(upTo: 1 << 20)
+        try await client.shutdown()
+        guard response.status == .ok else { throw UnexpectedStatus(code: response.status.code) }
+        return String(buffer: body)
+    } catch {
+        try? await client.shutdown()
+        throw error
+    }
+}
+
 struct UnexpectedStatus: Error {
     var code: UInt
 }
@@ -41,9 +62,11 @@ func withLink<T: Sendable>(
     seed: UInt64 = 1,
     serverPort: Int,
     onFate: (@Sendable (RequestFate) -> Void)? = nil,
+    onOfflineChange: (@Sendable (Bool) -> Void)? = nil,
     _ body: @Sendable (FaultyLink) async throws -> T
 ) async throws -> T {
-    let link = try await FaultyLink(profile: profile, seed: seed, targetPort: serverPort, onFate: onFate)
+    let link = try await FaultyLink(
+        profile: profile, seed: seed, targetPort: serverPort, onFate: onFate, onOfflineChange: onOfflineChange)
     do {
         let result = try await body(link)
         try await link.shutdown()

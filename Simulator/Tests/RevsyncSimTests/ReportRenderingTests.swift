@@ -133,6 +133,45 @@ import Testing
         #expect(text.contains("\"revokedDevices\":1"))
     }
 
+    @Test func writeToVisibleLatencyAndTheLongPollShowInTheTablePageAndJSON() throws {
+        var report = Self.sample()
+        report.settings.longPollWaitSeconds = 25
+        report.operations.longPolls = 900
+        report.operations.longPollsWithChanges = 700
+        report.writeToVisible = WriteToVisibleLatency(
+            latency: LatencyPercentiles(count: 48_000, p50: 210.5, p90: 640.25, p99: 2_500, max: 61_000), acknowledgements: 1_000,
+            seenBeforeAcknowledgement: 300, dropped: 120, unresolved: 2)
+
+        let table = ReportTable.render(report)
+        #expect(Self.row(table, "SETTINGS", "long-poll wait")?.hasSuffix("  25.0 s") == true)
+        #expect(Self.row(table, "OPERATIONS", "long-polls answered")?.hasSuffix(" 900") == true)
+        #expect(Self.row(table, "OPERATIONS", "long-polls with changes")?.hasSuffix(" 700") == true)
+        let section = "WRITE-TO-VISIBLE LATENCY"
+        #expect(Self.row(table, section, "samples")?.hasSuffix("  48,000") == true)
+        #expect(Self.row(table, section, "p50")?.hasSuffix("  210.5 ms") == true)
+        #expect(Self.row(table, section, "p90")?.hasSuffix("  640.2 ms") == true || Self.row(table, section, "p90")?.hasSuffix("  640.3 ms") == true)
+        #expect(Self.row(table, section, "p99")?.hasSuffix("  2500.0 ms") == true)
+        #expect(Self.row(table, section, "dropped (went offline first)")?.hasSuffix("  120") == true)
+        #expect(Self.row(table, section, "never seen")?.hasSuffix("  2") == true)
+        #expect(table.range(of: "CATCH-UP LATENCY")?.lowerBound ?? table.endIndex < table.range(of: section)?.lowerBound ?? table.startIndex)
+        // Without the figures (an older report), neither the section nor the setting shows.
+        #expect(!Self.sampleTable.contains(section))
+        #expect(Self.row(Self.sampleTable, "SETTINGS", "long-poll wait") == nil)
+        var polling = report
+        polling.settings.longPollWaitSeconds = 0
+        #expect(Self.row(ReportTable.render(polling), "SETTINGS", "long-poll wait")?.hasSuffix("  off (polling)") == true)
+
+        let html = ReportHTML.render(report)
+        #expect(html.contains("Write-to-visible latency"))
+        #expect(html.contains("<tr><th>p99</th><td>2500.0 ms</td></tr>"))
+
+        let json = try JSONEncoder().encode(report)
+        #expect(try JSONDecoder().decode(SoakReport.self, from: json) == report)
+        let text = String(decoding: json, as: UTF8.self)
+        #expect(text.contains("\"writeToVisible\":{"))
+        #expect(text.contains("\"longPollWaitSeconds\":25"))
+    }
+
     static var sampleTable: String { ReportTable.render(sample()) }
 
     @Test func tableAlignsColumns() throws {

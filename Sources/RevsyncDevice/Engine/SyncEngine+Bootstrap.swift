@@ -16,6 +16,7 @@ extension SyncEngine {
         }
         logger.info("bootstrapped from snapshot", metadata: ["records": "\(count)", "maxRevision": "\(snapshot.maxRevision)"])
         changeBroadcaster.publish(ChangeEvent(origin: .bootstrap, records: RecordChanges()))
+        configuration.revisionObserver?(snapshot.maxRevision)
         return snapshot.maxRevision
     }
 

@@ -38,32 +38,75 @@ extension SyncEngine {
         try await retrying(&report) { try await self.bootstrapLocked(token: token) }
     }
 
-    /// Syncs now and after every local change (or `pollInterval` without one),
-    /// until the task is cancelled. Transient failures wait and try again;
-    /// errors retrying cannot fix (401, a change set the server refuses as
-    /// malformed or too large) are thrown.
+    /// Syncs now and after every local change, and in between keeps up with
+    /// the server until the task is cancelled: with a long-poll of
+    /// `configuration.wait` (`waitForServerChanges(upTo:)`), so that other
+    /// devices' changes arrive as they are committed, or, with a wait of zero,
+    /// with a catch-up every `pollInterval`. Transient failures wait and try
+    /// again; errors retrying cannot fix (401, a change set the server refuses
+    /// as malformed or too large) are thrown.
     public func run() async throws {
         var failures = 0
+        var longPollFailures = 0
+        var roundNeeded = true
         while !Task.isCancelled, !closed {
+            if roundNeeded {
+                do {
+                    try await syncOnce()
+                    failures = 0
+                } catch is CancellationError {
+                    return
+                } catch let error as SyncTransportError where error.isRetryable {
+                    failures += 1
+                    logger.warning("sync round failed; will retry", metadata: ["error": "\(error)", "failures": "\(failures)"])
+                    try? await configuration.sleep(configuration.retry.delay(forAttempt: failures, jitter: configuration.random()))
+                    continue
+                } catch DeviceError.unansweredChangeSets(let seqs) {
+                    failures += 1
+                    logger.warning("server left change sets unanswered; will resend", metadata: ["seqs": "\(seqs)"])
+                    try? await configuration.sleep(configuration.retry.delay(forAttempt: failures, jitter: configuration.random()))
+                    continue
+                } catch DeviceError.closed {
+                    return
+                }
+            }
+            roundNeeded = true
+            guard configuration.wait > .zero else {
+                await waitForWork(timeout: configuration.pollInterval)
+                continue
+            }
             do {
-                try await syncOnce()
-                failures = 0
+                switch try await waitForServerChanges(upTo: configuration.wait) {
+                case .received, .nothingNew(held: true):
+                    // Caught up: the next long-poll starts from here (and ends at once if something is pending).
+                    roundNeeded = false
+                case .nothingNew(held: false):
+                    // Answered at once with nothing: a server that does not hold requests. Poll instead.
+                    await waitForWork(timeout: configuration.pollInterval)
+                    roundNeeded = false
+                case .interrupted:
+                    break
+                }
+                longPollFailures = 0
             } catch is CancellationError {
                 return
-            } catch let error as SyncTransportError where error.isRetryable {
-                failures += 1
-                logger.warning("sync round failed; will retry", metadata: ["error": "\(error)", "failures": "\(failures)"])
-                try? await configuration.sleep(configuration.retry.delay(forAttempt: failures, jitter: configuration.random()))
-                continue
-            } catch DeviceError.unansweredChangeSets(let seqs) {
-                failures += 1
-                logger.warning("server left change sets unanswered; will resend", metadata: ["seqs": "\(seqs)"])
-                try? await configuration.sleep(configuration.retry.delay(forAttempt: failures, jitter: configuration.random()))
-                continue
             } catch DeviceError.closed {
                 return
+            } catch let error as SyncTransportError where error.isRetryable {
+                // Counted apart from rounds: a round succeeding in between must not reset the backoff
+                // of a long-poll that keeps failing (a proxy that cuts held requests, say).
+                longPollFailures += 1
+                logger.warning("long-poll failed; will retry", metadata: ["error": "\(error)", "failures": "\(longPollFailures)"])
+                try? await configuration.sleep(configuration.retry.delay(forAttempt: longPollFailures, jitter: configuration.random()))
+            } catch let error as SyncTransportError {
+                if case .unauthorized = error { throw error }
+                if case .fail = SyncRecovery.decide(for: error, changeSetCount: 0) {
+                    // A server that refuses the wait itself: poll as before.
+                    logger.warning("long-poll refused; polling instead", metadata: ["error": "\(error)"])
+                    await waitForWork(timeout: configuration.pollInterval)
+                }
+                // Anything else (a snapshot needed, a reset server) is the round's to handle.
             }
-            await waitForWork(timeout: configuration.pollInterval)
         }
     }
 
@@ -183,26 +226,7 @@ extension SyncEngine {
                 continue
             }
 
-            let outcome = try await apply(response, token: token)
-            report.acknowledged += outcome.acknowledged
-            report.conflicts += outcome.conflicts
-            report.receivedChangeSets += outcome.committedChangeSets
-            report.maxRevision = outcome.maxRevision
-            publishChanges(outcome)
-            if outcome.needsResync {
-                // Conflicts are delivered once the snapshot has undone the rejected edits;
-                // if it fails they are stored anyway, and the next round loads it first.
-                defer { publishConflicts(outcome) }
-                let seqs = outcome.conflicts.filter(\.resync).compactMap(\.seq)
-                logger.info("the server's repair was too large to send; loading a snapshot", metadata: ["seqs": "\(seqs)"])
-                var loaded = outcome.maxRevision
-                try await retrying(&report) { loaded = try await self.bootstrapLocked(token: token) }
-                report.bootstrapped = true
-                report.maxRevision = max(report.maxRevision, loaded)
-            } else {
-                publishConflicts(outcome)
-            }
-
+            let outcome = try await applyAnswer(response, token: token, report: &report)
             if outcome.more { continue }
             let pending = try await pendingSeqs()
             let sent = Set(request.changeSets.compactMap(\.seq))
@@ -217,6 +241,32 @@ extension SyncEngine {
     /// that moves change sets past the server's seqs, or proves them retries, so a
     /// server that keeps refusing after that many is inconsistent.
     static var maxReusedSeqSearches: Int { 8 }
+
+    /// Applies an answer of `/sync` (`apply`), adds it to `report`, publishes its changes
+    /// and conflicts, and loads a snapshot when a corrective set says `"resync": true`.
+    func applyAnswer(_ response: SyncResponse, token: String, report: inout SyncReport) async throws -> SyncOutcome {
+        let outcome = try await apply(response, token: token)
+        report.acknowledged += outcome.acknowledged
+        report.conflicts += outcome.conflicts
+        report.receivedChangeSets += outcome.committedChangeSets
+        report.maxRevision = outcome.maxRevision
+        publishChanges(outcome)
+        configuration.revisionObserver?(outcome.maxRevision)
+        if outcome.needsResync {
+            // Conflicts are delivered once the snapshot has undone the rejected edits;
+            // if it fails they are stored anyway, and the next round loads it first.
+            defer { publishConflicts(outcome) }
+            let seqs = outcome.conflicts.filter(\.resync).compactMap(\.seq)
+            logger.info("the server's repair was too large to send; loading a snapshot", metadata: ["seqs": "\(seqs)"])
+            var loaded = outcome.maxRevision
+            try await retrying(&report) { loaded = try await self.bootstrapLocked(token: token) }
+            report.bootstrapped = true
+            report.maxRevision = max(report.maxRevision, loaded)
+        } else {
+            publishConflicts(outcome)
+        }
+        return outcome
+    }
 
     /// Applies a response in one SQLite transaction, first installing a newer
     /// schema if the response uses names the current one lacks.
@@ -288,6 +338,8 @@ extension SyncEngine {
             syncing = true
             return
         }
+        // A long-poll holds the slot only until someone else wants it.
+        interruptLongPoll()
         await withCheckedContinuation { syncWaiters.append($0) }
     }
 
@@ -303,6 +355,7 @@ extension SyncEngine {
     // MARK: Waiting for work
 
     func wake() {
+        interruptLongPoll()
         if wakeWaiters.isEmpty {
             wakePending = true
         } else {

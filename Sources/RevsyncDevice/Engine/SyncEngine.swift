@@ -38,6 +38,11 @@ public actor SyncEngine {
     // `run()` sleeps until a local change or the poll interval.
     var wakeWaiters: [CheckedContinuation<Void, Never>] = []
     var wakePending = false
+    /// The request of a long-poll in flight (`waitForServerChanges`), cancelled by a local
+    /// change, by another caller wanting the sync slot and by `close()`.
+    var longPoll: Task<SyncResponse, any Error>?
+    /// Whether `longPoll` was cancelled for one of those reasons (not by its caller).
+    var longPollInterrupted = false
     var closed = false
 
     /// What the server has handled for this device, as this engine instance last

@@ -4,7 +4,18 @@ import Logging
 public struct SyncEngineConfiguration: Sendable {
     /// Backoff for timeouts, connection errors and 5xx.
     public var retry = RetryPolicy()
-    /// How long `run()` waits for a local change before syncing anyway (to catch up).
+    /// How long `run()` lets the server hold a catch-up open when the device has nothing
+    /// to send (a long-poll: `POST /sync` with no change sets and `"wait"`). The server
+    /// answers as soon as something is committed after the device's revision, or with
+    /// nothing once the wait is over (it clamps the wait to its `REVSYNC_MAX_WAIT_SECONDS`,
+    /// 60 by default); a local change cancels the request and is sent at once.
+    /// `.zero` turns this off: `run()` then syncs every `pollInterval` instead.
+    /// `HTTPSyncTransport` keeps the wait below its `readTimeout` and gives the request
+    /// `requestTimeout` on top of it.
+    public var wait: Duration = .seconds(25)
+    /// How long `run()` waits for a local change before syncing anyway (to catch up) when it
+    /// does not long-poll: `wait` is zero, or the server answered a long-poll at once (a
+    /// server that does not hold requests), or refused it.
     public var pollInterval: Duration = .seconds(30)
     /// Most change sets sent in one request (halved on 413 as needed).
     public var maxChangeSetsPerRequest = 100
@@ -28,6 +39,10 @@ public struct SyncEngineConfiguration: Sendable {
     public var sleep: @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
     /// The jitter source: a number in 0..<1.
     public var random: @Sendable () -> Double = { Double.random(in: 0..<1) }
+    /// Told the device's `maxRevision` each time a sync answer or a snapshot has been
+    /// applied (its SQLite transaction committed), on the engine's actor: keep it quick.
+    /// For measurements, such as the simulator's write-to-visible latency.
+    public var revisionObserver: (@Sendable (Int64) -> Void)?
 
     public init() {}
 }
@@ -52,4 +67,16 @@ public struct SyncReport: Sendable, Hashable {
     public var retries = 0
 
     public init() {}
+
+    /// Adds what a later part of the same sync did.
+    mutating func absorb(_ later: SyncReport) {
+        requests += later.requests
+        sentChangeSets += later.sentChangeSets
+        acknowledged += later.acknowledged
+        conflicts += later.conflicts
+        receivedChangeSets += later.receivedChangeSets
+        maxRevision = max(maxRevision, later.maxRevision)
+        bootstrapped = bootstrapped || later.bootstrapped
+        retries += later.retries
+    }
 }

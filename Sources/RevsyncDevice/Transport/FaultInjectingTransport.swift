@@ -4,8 +4,9 @@ import RevsyncWire
 /// simulator: a response lost after the server committed, an error before
 /// anything is sent, or a hook that runs while a request is in flight.
 ///
-/// Faults are consumed one per `/sync` call, in the order they were queued;
-/// calls with no fault queued pass through.
+/// Faults are consumed one per `/sync` call, in the order they were queued
+/// (long-polls, `/sync` with `wait`, are `/sync` calls too); calls with no fault
+/// queued pass through. Cancelling a call cancels the wrapped one.
 public actor FaultInjectingTransport: SyncTransport {
     public enum Fault: Sendable {
         /// The request reaches the server (which commits it); its response is

@@ -5,6 +5,9 @@ public struct HTTPExchange: Sendable, Hashable {
     public var path: String
     /// Change sets the request carried (`/sync` only).
     public var changeSets: Int
+    /// The seconds a `/sync` let the server hold it (a long-poll; after the transport's
+    /// clamp), nil for every other exchange: its duration is mostly that wait, not latency.
+    public var wait: Double?
     /// The HTTP status; nil when no answer arrived (connection failure, timeout, cancellation).
     public var status: Int?
     public var requestRawBytes = 0

@@ -15,8 +15,14 @@ public final class HTTPSyncTransport: SyncTransport {
         public var connectTimeout: Duration = .seconds(10)
         /// Longest wait for the next bytes of an answer.
         public var readTimeout: Duration = .seconds(60)
-        /// Deadline of a whole `/sync`, `/schema` or `/devices` exchange.
+        /// Deadline of a whole `/sync`, `/schema` or `/devices` exchange. A long-poll
+        /// (`/sync` with `wait`) gets its wait on top.
         public var requestTimeout: Duration = .seconds(60)
+        /// How far below `readTimeout` a long-poll's wait is kept: the server sends nothing
+        /// while it holds a request, so a `/sync` asking for more than `readTimeout` minus
+        /// this is sent asking for that much, and the read timeout never cuts a request the
+        /// server is legitimately holding.
+        public var longPollMargin: Duration = .seconds(5)
         /// Deadline of `GET /snapshot` (large).
         public var snapshotTimeout: Duration = .seconds(600)
         /// How long an idle pooled connection is kept for reuse.
@@ -63,16 +69,23 @@ public final class HTTPSyncTransport: SyncTransport {
     }
 
     public func sync(_ request: SyncRequest, token: String) async throws -> SyncResponse {
+        var request = request
+        var timeout = configuration.requestTimeout
+        if let wait = request.wait, wait > 0 {
+            let wait = min(wait, max(0, (configuration.readTimeout - configuration.longPollMargin).seconds))
+            request.wait = wait
+            timeout += .seconds(wait)
+        }
         let body = try encode(request)
         do {
             return try await exchange(
-                .POST, "/sync", token: token, body: body, compress: true, timeout: configuration.requestTimeout,
-                changeSets: request.changeSets.count)
+                .POST, "/sync", token: token, body: body, compress: true, timeout: timeout,
+                changeSets: request.changeSets.count, wait: request.wait)
         } catch SyncTransportError.unsupportedEncoding {
             // The server could not inflate our gzip: say it once more in plain JSON.
             return try await exchange(
-                .POST, "/sync", token: token, body: body, compress: false, timeout: configuration.requestTimeout,
-                changeSets: request.changeSets.count)
+                .POST, "/sync", token: token, body: body, compress: false, timeout: timeout,
+                changeSets: request.changeSets.count, wait: request.wait)
         }
     }
 
@@ -109,7 +122,7 @@ public final class HTTPSyncTransport: SyncTransport {
 
     private func exchange<Answer: Decodable>(
         _ method: Method, _ path: String, token: String, body: ByteBuffer?, compress: Bool, timeout: Duration,
-        changeSets: Int = 0
+        changeSets: Int = 0, wait: Double? = nil
     ) async throws -> Answer {
         guard let observer = configuration.observer else {
             var sizes = HTTPExchange(path: path, changeSets: changeSets)
@@ -117,6 +130,7 @@ public final class HTTPSyncTransport: SyncTransport {
         }
         let started = ContinuousClock.now
         var sizes = HTTPExchange(path: path, changeSets: changeSets)
+        sizes.wait = wait
         defer {
             sizes.duration = ContinuousClock.now - started
             observer(sizes)

@@ -34,6 +34,12 @@ public struct ServerSettings: Sendable {
     public var commitBatchSize = 64
     /// How long the request leading a batch waits for others to join it; 0 takes what is queued.
     public var commitBatchWait: Duration = .zero
+    /// The longest a `/sync` request without change sets may wait for a commit (its `wait`);
+    /// zero answers every request at once. Proxies in front need a read timeout above it.
+    public var maxWait: Duration = .seconds(60)
+    /// While requests wait, how often PostgreSQL's head is read in case a wake-up message was
+    /// lost (or, with Redis off, to hear other instances' commits at all).
+    public var waitRecheckInterval: Duration = .seconds(1)
     /// Redis for the catch-up cache; nil serves catch-up from PostgreSQL alone.
     public var redisURL: String? = "redis://127.0.0.1:63799"
     /// First part of every cache key (the database's instance id follows).
@@ -119,6 +125,8 @@ public struct ServerSettings: Sendable {
         if let n = try integer("REVSYNC_DB_CONNECTIONS") { settings.databaseConnections = max(2, n) }
         if let n = try integer("REVSYNC_COMMIT_BATCH_SIZE") { settings.commitBatchSize = min(64, max(1, n)) }
         if let n = try integer("REVSYNC_COMMIT_WAIT_MS") { settings.commitBatchWait = .milliseconds(max(0, n)) }
+        if let n = try integer("REVSYNC_MAX_WAIT_SECONDS") { settings.maxWait = .seconds(n) }
+        if let n = try integer("REVSYNC_WAIT_RECHECK_MS") { settings.waitRecheckInterval = .milliseconds(max(10, n)) }
         if let url = value("REVSYNC_REDIS_URL") { settings.redisURL = url == "off" ? nil : url }
         if let prefix = value("REVSYNC_CACHE_PREFIX") { settings.cachePrefix = prefix }
         if let n = try integer("REVSYNC_CACHE_WINDOW") { settings.cacheWindow = Int64(max(1, n)) }

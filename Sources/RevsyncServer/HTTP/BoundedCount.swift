@@ -15,5 +15,8 @@ final class BoundedCount: Sendable {
 
     func leave() { open.subtract(1, ordering: .relaxed) }
 
+    /// Counts one more past the limit: one that left for a while comes back (a waiting request).
+    func enterAnyway() { open.add(1, ordering: .relaxed) }
+
     var value: Int { open.load(ordering: .relaxed) }
 }

@@ -88,6 +88,17 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         context.fireChannelRead(data)
     }
 
+    /// A client that stops sending while its request is under way has gone (HTTP/1 clients do
+    /// not half-close while they wait for an answer): the connection is closed, so that a request
+    /// waiting for a commit ends instead of holding its place until its wait runs out.
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case .busy = state, let event = event as? ChannelEvent, event == .inputClosed {
+            context.close(promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
     func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
         guard event is ResponseCompleted else {
             context.triggerUserOutboundEvent(event, promise: promise)

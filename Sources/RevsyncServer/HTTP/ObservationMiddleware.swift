@@ -6,17 +6,28 @@ import RevsyncRules
 /// Counts every request by route and status, and turns errors that are not the contract's
 /// into its JSON bodies: the rules' refusals and the stores' failures into theirs, an unknown route into `404 not_found`, a request cut short by its
 /// client into `400 invalid_request`, and anything unexpected into a 500 (the details go to
-/// the log, with the request id).
+/// the log, with the request id). A request's recorded duration leaves out the time it
+/// waited for a commit (long-poll).
 struct ObservationMiddleware<Context: RequestContext>: RouterMiddleware {
     let metrics: ServerMetrics
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let waited = WaitedTime()
+        return try await WaitedTime.$current.withValue(waited) {
+            try await observe(request, context: context, next: next, waited: waited)
+        }
+    }
+
+    private func observe(
+        _ request: Request, context: Context, next: (Request, Context) async throws -> Response, waited: WaitedTime
+    ) async throws -> Response {
         let started = ContinuousClock.now
         let route = context.endpointPath ?? "unmatched"
+        let elapsed = { ContinuousClock.now - started - waited.total }
         do {
             do {
                 let response = try await next(request, context)
-                metrics.recordRequest(route: route, status: response.status.code, duration: ContinuousClock.now - started)
+                metrics.recordRequest(route: route, status: response.status.code, duration: elapsed())
                 return response
             } catch let refusal as SyncRefusal {
                 throw SyncError(refusal)
@@ -24,23 +35,23 @@ struct ObservationMiddleware<Context: RequestContext>: RouterMiddleware {
                 throw SyncError(error)
             }
         } catch let error as SyncError {
-            metrics.recordRequest(route: route, status: error.status.code, duration: ContinuousClock.now - started)
+            metrics.recordRequest(route: route, status: error.status.code, duration: elapsed())
             if error.status.code >= 500 { context.logger.warning("request failed", metadata: ["error": "\(error)"]) }
             throw error
         } catch let error as HTTPError where error.status == .notFound || error.status == .methodNotAllowed {
-            metrics.recordRequest(route: route, status: 404, duration: ContinuousClock.now - started)
+            metrics.recordRequest(route: route, status: 404, duration: elapsed())
             throw SyncError(.notFound, "no endpoint answers \(request.method) \(request.uri.path): GET /openapi.json lists them")
         } catch let error as any HTTPResponseError {
-            metrics.recordRequest(route: route, status: error.status.code, duration: ContinuousClock.now - started)
+            metrics.recordRequest(route: route, status: error.status.code, duration: elapsed())
             if error.status.code >= 500 { context.logger.warning("request failed", metadata: ["error": "\(error)"]) }
             throw error
         } catch let error where Self.cutShort(error) {
             // The client stopped sending (or its body timed out): nobody reads the answer, and it is not the server's fault.
-            metrics.recordRequest(route: route, status: 400, duration: ContinuousClock.now - started)
+            metrics.recordRequest(route: route, status: 400, duration: elapsed())
             context.logger.debug("request cut short by its client", metadata: ["error": "\(error)"])
             throw SyncError(.invalidRequest, "the request ended before its body was complete")
         } catch {
-            metrics.recordRequest(route: route, status: 500, duration: ContinuousClock.now - started)
+            metrics.recordRequest(route: route, status: 500, duration: elapsed())
             context.logger.error("request failed", metadata: ["error": "\(String(reflecting: error))"])
             throw SyncError(.internal, "the server failed to handle this request; its log has the details under request id \(context.id)")
         }

@@ -13,7 +13,7 @@ public struct SyncController: Sendable {
     let service: SyncService
     let perDevice: DeviceRequestCount
 
-    func addRoutes<Context: RequestContext>(to router: Router<Context>) {
+    func addRoutes(to router: Router<RevsyncRequestContext>) {
         router.post("/sync") { request, context in
             let device = try await authenticator.device(for: request)
             guard perDevice.enter(device.id) else {
@@ -25,7 +25,8 @@ public struct SyncController: Sendable {
             let raw = try await bodyReader.collect(request)
             let (body, gzipped) = try await respond(
                 device: device, body: raw, contentEncoding: request.headers[.contentEncoding],
-                acceptEncoding: request.headers[.acceptEncoding], logger: context.logger)
+                acceptEncoding: request.headers[.acceptEncoding], clientGone: context.channel.closeFuture,
+                stillAuthorized: { _ = try await authenticator.device(for: request) }, logger: context.logger)
             var headers: HTTPFields = [.contentType: "application/json"]
             if gzipped {
                 headers[.contentEncoding] = "gzip"
@@ -38,13 +39,17 @@ public struct SyncController: Sendable {
     /// The exchange of an authenticated device without HTTP framing: undo the body's encoding,
     /// decode, sync, and compress the answer when asked (the benchmark times this as the server's cost).
     /// - Returns: the response body, and whether it is gzip-compressed.
+    /// - Parameters:
+    ///   - clientGone: completes when the client closes the connection (a waiting request then ends).
+    ///   - stillAuthorized: throws when the device was revoked while its request waited.
     public func respond(
-        device: Device, body: ByteBuffer, contentEncoding: String?, acceptEncoding: String?, logger: Logger
+        device: Device, body: ByteBuffer, contentEncoding: String?, acceptEncoding: String?, clientGone: EventLoopFuture<Void>? = nil,
+        stillAuthorized: (@Sendable () async throws -> Void)? = nil, logger: Logger
     ) async throws -> (body: ByteBuffer, gzipped: Bool) {
         var logger = logger
         logger[metadataKey: "device.id"] = .string(device.publicId)
         let request = try bodyReader.decode(SyncRequest.self, from: try bodyReader.decodeContent(body, encoding: contentEncoding))
         let gzip = Gzip.accepted(acceptEncoding)
-        return (try await service.sync(request, device: device, gzip: gzip, logger: logger), gzip)
+        return (try await service.sync(request, device: device, gzip: gzip, clientGone: clientGone, stillAuthorized: stillAuthorized, logger: logger), gzip)
     }
 }

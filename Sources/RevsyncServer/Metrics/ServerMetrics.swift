@@ -68,6 +68,26 @@ public struct ServerMetrics: Sendable {
         CoreMetrics.Gauge(label: "revsync_cache_up", dimensions: [], factory: factory).record(up ? 1 : 0)
     }
 
+    /// Requests waiting for a commit (long-poll) now.
+    func recordWaiting(_ count: Int) {
+        CoreMetrics.Gauge(label: "revsync_sync_waiting", dimensions: [], factory: factory).record(count)
+    }
+
+    /// How a wait ended: `committed` (a wake-up), `timed_out` or `released` (shutdown, or the client left).
+    func recordWaitEnded(_ ending: CommitWaiters.Ending) {
+        let reason = switch ending {
+        case .committed: "committed"
+        case .timedOut: "timed_out"
+        case .released: "released"
+        }
+        CoreMetrics.Counter(label: "revsync_sync_wakeups_total", dimensions: [("reason", reason)], factory: factory).increment()
+    }
+
+    /// From the wake-up of a waiting request to its answer being ready.
+    func recordWakeToAnswer(_ duration: Duration) {
+        CoreMetrics.Timer(label: "revsync_sync_wake_to_answer_seconds", dimensions: [], factory: factory).recordNanoseconds(duration.nanoseconds)
+    }
+
     func observeHead(_ revision: Int64) {
         head.record(revision)
     }

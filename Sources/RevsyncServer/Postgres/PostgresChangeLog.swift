@@ -33,12 +33,12 @@ public struct PostgresChangeLog: ChangeLog {
         let rows = try await database.withConnection { connection in
             try await connection.rows(
                 """
-                SELECT revision, size, CASE WHEN n <= \(count) AND (n = 1 OR running <= \(maxBytes)) THEN body END
+                SELECT revision, size, CASE WHEN n <= \(count) AND (n = 1 OR running <= \(maxBytes)) THEN body END, device_id
                 FROM (
-                    SELECT revision, body, octet_length(body) AS size,
+                    SELECT revision, body, device_id, octet_length(body) AS size,
                            sum(octet_length(body)) OVER (ORDER BY revision) AS running,
                            row_number() OVER (ORDER BY revision) AS n
-                    FROM (SELECT revision, CASE WHEN device_id = \(device.id) THEN author_body ELSE body END AS body
+                    FROM (SELECT revision, device_id, CASE WHEN device_id = \(device.id) THEN author_body ELSE body END AS body
                           FROM revsync_log WHERE revision > \(revision) ORDER BY revision LIMIT \(count + 1)) AS log
                 ) AS page
                 WHERE n <= 2 OR running - size <= \(maxBytes)
@@ -47,12 +47,14 @@ public struct PostgresChangeLog: ChangeLog {
         }
         var pager = CatchUpPager(limits: limits)
         var entries: [LogEntry] = []
+        var authors: Set<Int64> = []
         for row in rows {
-            let (number, size, body) = try row.decode((Int64, Int32, ByteBuffer?).self)
+            let (number, size, body, author) = try row.decode((Int64, Int32, ByteBuffer?, Int64).self)
             guard pager.admit(size: Int(size)), let body else { break }
             entries.append(LogEntry(revision: number, bytes: body))
+            authors.insert(author)
         }
-        return CatchUpPage(entries: entries, more: pager.full)
+        return CatchUpPage(entries: entries, more: pager.full, authors: authors)
     }
 
     /// Whole entries (both forms) from `first` on, in order, as far as the log holds them: at

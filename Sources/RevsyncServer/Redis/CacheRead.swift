@@ -18,6 +18,8 @@ struct CacheRead: Sendable {
     let more: Bool
     /// The first revision the cache lacks, where the entries stop.
     let hole: Int64?
+    /// The devices that made the entries (`CatchUpPage.authors`).
+    var authors: Set<Int64> = []
 }
 
 extension RedisChangeLog {
@@ -62,11 +64,14 @@ extension RedisChangeLog {
         var pager = CatchUpPager(limits: limits)
         var entries: [LogEntry] = []
         var owners: [Int64] = []
+        var authors: Set<Int64> = []
         var position = revision
         let stop = { (hole: Int64?) in
-            try await self.finish(
+            var read = try await self.finish(
                 entries, owners, head: head, horizon: horizon, hole: hole, more: hole == nil && (pager.full || position < max(head, floor ?? 0)),
                 own: own, device: device, limits: limits, form: form, keys: keys)
+            read.authors = authors
+            return read
         }
         while true {
             // Runs the caller cannot take whole (missing, or holding its own change sets) go one by one: one more MGET for all of them.
@@ -109,6 +114,7 @@ extension RedisChangeLog {
                         pager.admitRun(count: Int(size), size: run.fragment.length)
                     {
                         entries.append(LogEntry(revision: first, body: .deflatedRun(run.fragment)))
+                        authors.formUnion(run.authors)
                         owners.append(0)
                         for number in (first + 1)..<(first + size) {
                             entries.append(LogEntry(revision: number, body: .inRun))
@@ -128,6 +134,7 @@ extension RedisChangeLog {
                     guard pager.admit(size: decoded.body.size) else { return try await stop(nil) }
                     entries.append(LogEntry(revision: number, body: decoded.body))
                     owners.append(decoded.device)
+                    authors.insert(decoded.device)
                     position = number
                 }
             }

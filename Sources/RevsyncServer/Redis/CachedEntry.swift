@@ -102,6 +102,8 @@ package struct CacheKeys: Sendable {
     package var horizon: String { prefix + ":horizon" }
     /// A counter raised whenever a device is revoked, rotated or changes role.
     var devices: String { prefix + ":devices" }
+    /// The channel every instance publishes its new heads on (long-poll wake-ups).
+    package var commits: String { prefix + ":commits" }
     /// The public JSON. (Before pre-compressed entries these were `e:` and `a:`, values in
     /// another layout: the new names keep an older server's values from being misread.)
     package func entry(_ revision: Int64) -> String { prefix + ":p:" + String(revision) }

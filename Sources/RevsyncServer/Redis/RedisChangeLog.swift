@@ -52,6 +52,14 @@ public final class RedisChangeLog: ChangeLog {
         }
     }
 
+    /// A head another instance announced (`CommitFeed`): reads expect the log to reach it, and
+    /// a device at the old head is no longer told "nothing new" from the last read's state.
+    func heard(head: Int64) {
+        recentState.withLock { recent in
+            recent.state = LogState(head: max(recent.state.head, head), horizon: recent.state.horizon)
+        }
+    }
+
     /// About the bytes of one entry in one form, to size a read's chunks.
     var averageBytesPerForm: Double { averageEntryBytes.withLock { $0 } / 3 }
 
@@ -241,7 +249,8 @@ public final class RedisChangeLog: ChangeLog {
         keys: CacheKeys
     ) async throws -> CatchUpPage {
         metrics.recordCache("hits", count: read.entries.count)
-        guard let hole = read.hole else { return CatchUpPage(entries: read.entries, more: read.more, source: "redis") }
+        guard let hole = read.hole else { return CatchUpPage(entries: read.entries, more: read.more, source: "redis", authors: read.authors) }
+        var authors = read.authors
         var pager = CatchUpPager(limits: limits)
         var entries: [LogEntry] = []
         for entry in read.entries where pager.admit(size: entry.size) { entries.append(entry) }
@@ -254,15 +263,16 @@ public final class RedisChangeLog: ChangeLog {
             // A revision PostgreSQL no longer has either: behind the horizon, or a hole the page stops before.
             guard cached.entry.revision == expected else { break }
             let entry = cached.logEntry(for: device.id, form: form)
-            guard pager.admit(size: entry.size) else { return CatchUpPage(entries: entries, more: true, source: "mixed") }
+            guard pager.admit(size: entry.size) else { return CatchUpPage(entries: entries, more: true, source: "mixed", authors: authors) }
             entries.append(entry)
+            authors.insert(cached.entry.deviceId)
             expected += 1
         }
         if expected <= last {
             try CatchUpRules.checkMissing(expected, horizon: try await postgres.state().horizon, pageIsEmpty: entries.isEmpty)
-            return CatchUpPage(entries: entries, more: false, source: "mixed")
+            return CatchUpPage(entries: entries, more: false, source: "mixed", authors: authors)
         }
-        return CatchUpPage(entries: entries, more: last < head, source: "mixed")
+        return CatchUpPage(entries: entries, more: last < head, source: "mixed", authors: authors)
     }
 
     /// Reads revisions from `first` on from PostgreSQL (once, however many requests miss them)
@@ -317,6 +327,8 @@ public final class RedisChangeLog: ChangeLog {
         // The entries first, then the head, in one round trip for the whole batch: a reader
         // that sees the new head finds the entries (or backfills them).
         commands.append(["EVAL", Self.raiseScript, "1", keys.head, String(last.revision)].map { ByteBuffer(string: $0) })
+        // Then the other instances' waiters are woken (`CommitFeed`): they read the entries just written.
+        commands.append(["PUBLISH", keys.commits, String(last.revision)].map { ByteBuffer(string: $0) })
         do {
             _ = try await redis.pipeline(commands)
             metrics.recordCache("writes", count: entries.count)

@@ -57,11 +57,16 @@ public struct CatchUpPage: Sendable {
     public let more: Bool
     /// Where the entries came from: "postgres", "redis" or "mixed" (a cache with holes filled from PostgreSQL).
     public var source: String = "postgres"
+    /// The devices that made the entries (a superset will do), nil when the store did not say:
+    /// a page read for nobody in particular is the answer of every device not among them
+    /// (woken waiters share one read).
+    public let authors: Set<Int64>?
 
-    package init(entries: [LogEntry], more: Bool, source: String = "postgres") {
+    package init(entries: [LogEntry], more: Bool, source: String = "postgres", authors: Set<Int64>? = nil) {
         self.entries = entries
         self.more = more
         self.source = source
+        self.authors = entries.isEmpty ? [] : authors
     }
 }
 

@@ -11,10 +11,13 @@ package struct SyncService: Sendable {
     let corrections: CorrectionBuilder
     let limits: ServerSettings.Limits
     let metrics: ServerMetrics
+    /// Nil: requests never wait.
+    let longPoll: LongPoll?
 
     package init(
         changeSets: any ChangeSetStore, changeLog: any ChangeLog, records: any RecordStore, schema: DatasetSchema,
-        limits: ServerSettings.Limits, metrics: ServerMetrics, commitBatchSize: Int = ChangeSetApplier.maxBatch, commitBatchWait: Duration = .zero
+        limits: ServerSettings.Limits, metrics: ServerMetrics, commitBatchSize: Int = ChangeSetApplier.maxBatch, commitBatchWait: Duration = .zero,
+        longPoll: LongPoll? = nil
     ) {
         committer = Committer(
             applier: ChangeSetApplier(store: changeSets, schema: schema, limits: limits), changeLog: changeLog,
@@ -23,11 +26,18 @@ package struct SyncService: Sendable {
         self.changeLog = changeLog
         self.limits = limits
         self.metrics = metrics
+        self.longPoll = longPoll
     }
 
     /// The response body of one exchange: what the device missed, acknowledgements and corrective sets.
-    /// - Parameter gzip: answer with one gzip member (the change sets as compressed at commit, where the log has them).
-    package func sync(_ request: SyncRequest, device: Device, gzip: Bool = false, logger: Logger) async throws -> ByteBuffer {
+    /// - Parameters:
+    ///   - gzip: answer with one gzip member (the change sets as compressed at commit, where the log has them).
+    ///   - clientGone: completes when the client closes its connection; a waiting request then ends.
+    ///   - stillAuthorized: throws when the device was revoked meanwhile (checked after a wait, before its answer is read).
+    package func sync(
+        _ request: SyncRequest, device: Device, gzip: Bool = false, clientGone: EventLoopFuture<Void>? = nil,
+        stillAuthorized: (@Sendable () async throws -> Void)? = nil, logger: Logger
+    ) async throws -> ByteBuffer {
         try RequestRules.check(request, maxChangeSets: limits.maxChangeSetsPerRequest, maxOperations: limits.maxOperationsPerRequest)
         // The rest of the seq rules are checked under the device's lock, in the batch: a gap or a
         // reused seq refuses the request before any of its change sets applies.
@@ -36,7 +46,7 @@ package struct SyncService: Sendable {
         let form: EntryForm = gzip ? .deflated : .plain
         guard !request.changeSets.isEmpty else {
             // Nothing to apply: the state and the page in one read of the log.
-            let started = ContinuousClock.now
+            var started = ContinuousClock.now
             var (state, page) = try await changeLog.catchUp(after: request.maxRevision, for: device, limits: catchUpLimits, form: form)
             if request.maxRevision > state.head {
                 // A cached head may lag (or have been set back): ask PostgreSQL before refusing.
@@ -45,6 +55,17 @@ package struct SyncService: Sendable {
                 page = try await changeLog.entries(after: request.maxRevision, through: state.head, for: device, limits: catchUpLimits, form: form, own: [])
             }
             try CatchUpRules.checkEnvelope(maxRevision: request.maxRevision, state: state)
+            if page.entries.isEmpty, let longPoll, let wait = longPoll.granted(request.wait) {
+                let result = await waitForCommit(longPoll, after: request.maxRevision, for: wait, clientGone: clientGone)
+                started = result.at
+                if result.ending == .committed {
+                    // A device revoked while it waited gets nothing committed meanwhile.
+                    try await stillAuthorized?()
+                    (state, page) = try await wokenCatchUp(longPoll, after: request.maxRevision, wokenAt: result.at, device: device, limits: catchUpLimits, form: form)
+                    try CatchUpRules.checkEnvelope(maxRevision: request.maxRevision, state: state)
+                    metrics.recordWakeToAnswer(ContinuousClock.now - result.at)
+                }
+            }
             metrics.recordCatchUp(changeSets: page.entries.count, source: page.source, duration: ContinuousClock.now - started)
             return respond(page, maxRevision: request.maxRevision, acks: [], correctives: [], gzip: gzip)
         }
@@ -54,6 +75,8 @@ package struct SyncService: Sendable {
 
         let applying = ContinuousClock.now
         let outcomes = try await committer.apply(request.changeSets, device: device)
+        // This instance's waiters wake at once; the others' through Redis or their re-check (`CommitFeed`).
+        if let longPoll, let newest = outcomes.compactMap(\.revision).max() { longPoll.waiters.advance(to: newest) }
         // A change set's time is its request's: it commits with the rest of its batch.
         let duration = ContinuousClock.now - applying
         for (changeSet, outcome) in zip(request.changeSets, outcomes) {
@@ -70,6 +93,31 @@ package struct SyncService: Sendable {
         metrics.recordCatchUp(changeSets: page.entries.count, source: page.source, duration: ContinuousClock.now - started)
         let correctives = try await correctiveSets(outcomes, device: device)
         return respond(page, maxRevision: request.maxRevision, acks: oldAcks, correctives: correctives, gzip: gzip)
+    }
+
+    /// Holds the request until a commit passes `revision`, the wait ends, the client leaves or
+    /// the server shuts down; it gives up its place among the requests in flight meanwhile.
+    private func waitForCommit(_ longPoll: LongPoll, after revision: Int64, for wait: Duration, clientGone: EventLoopFuture<Void>?) async -> CommitWaiters.WaitResult {
+        longPoll.inFlight?.leave()
+        defer { longPoll.inFlight?.enterAnyway() }
+        let started = ContinuousClock.now
+        let result = await longPoll.waiters.wait(after: revision, for: wait, clientGone: clientGone)
+        WaitedTime.current?.add(result.at - started)
+        metrics.recordWaitEnded(result.ending)
+        return result
+    }
+
+    /// The page after a wake-up: one read shared by every waiter the same commit woke, unless
+    /// the device made one of its change sets (it gets those in its author form).
+    private func wokenCatchUp(
+        _ longPoll: LongPoll, after revision: Int64, wokenAt: ContinuousClock.Instant, device: Device, limits: CatchUpLimits, form: EntryForm
+    ) async throws -> (state: LogState, page: CatchUpPage) {
+        let changeLog = self.changeLog
+        let shared = try await longPoll.shared.read(.init(after: revision, form: form), wokenAt: wokenAt) {
+            try await changeLog.catchUp(after: revision, for: .nobody, limits: limits, form: form)
+        }
+        if let authors = shared.page.authors, !authors.contains(device.id) { return shared }
+        return try await changeLog.catchUp(after: revision, for: device, limits: limits, form: form)
     }
 
     private func respond(_ page: CatchUpPage, maxRevision: Int64, acks: [[UInt8]], correctives: [[UInt8]], gzip: Bool) -> ByteBuffer {

@@ -19,6 +19,16 @@ actor InMemoryTransport: SyncTransport {
     private(set) var snapshotRequests = 0
     /// `GET /devices/me` calls received.
     private(set) var deviceInfoRequests = 0
+    /// Long-polls the transport held: started, and cancelled while held.
+    private(set) var longPollsHeld = 0
+    private(set) var longPollsCancelled = 0
+    /// Whether a long-poll is being held now.
+    private(set) var holdingLongPoll = false
+    /// Whether `/sync` with `wait` is held until a commit or the wait's end, as the real
+    /// server does (off: answered at once, as by a server that does not hold requests).
+    private var holdsLongPolls = true
+    /// Whether `/sync` with `wait` is refused as `400 invalid_request` (a server that will not wait).
+    private var refusesLongPolls = false
     /// Whether `seq_reused` names the first reused seq, as the real server does
     /// (off: the engine must find it by probing).
     private var namesFirstReusedSeq = true
@@ -68,6 +78,8 @@ actor InMemoryTransport: SyncTransport {
     /// A repair over `bytes` is sent as `"resync": true` (`REVSYNC_MAX_CORRECTIVE_BYTES`).
     func setMaxCorrectiveBytes(_ bytes: Int) async { await server.configure { $0.maxCorrectiveBytes = bytes } }
     func setNamesFirstReusedSeq(_ names: Bool) { namesFirstReusedSeq = names }
+    func setHoldsLongPolls(_ holds: Bool) { holdsLongPolls = holds }
+    func setRefusesLongPolls(_ refuses: Bool) { refusesLongPolls = refuses }
 
     /// What the device registered as `name` was given: its token and public id.
     func registration(_ name: String) throws -> RegisteredDevice {
@@ -167,7 +179,32 @@ actor InMemoryTransport: SyncTransport {
 
     func sync(_ request: SyncRequest, token: String) async throws -> SyncResponse {
         received.append(request)
-        return try await mapped { try await server.sync(request, token: token) }
+        if let wait = request.wait, wait > 0, refusesLongPolls {
+            throw SyncTransportError.rejected(status: 400, code: "invalid_request", message: "wait is not allowed here")
+        }
+        if let wait = request.wait, wait > 0, request.changeSets.isEmpty, holdsLongPolls {
+            try await holdLongPoll(after: request.maxRevision, for: .seconds(wait))
+        }
+        // The wait is this transport's to model: the rules answer at once.
+        let plain = SyncRequest(maxRevision: request.maxRevision, changeSets: request.changeSets)
+        return try await mapped { try await server.sync(plain, token: token) }
+    }
+
+    /// Returns once something is committed after `revision` or `wait` has passed, as the
+    /// server holds a long-poll; throws `CancellationError` when the caller gives up.
+    private func holdLongPoll(after revision: Int64, for wait: Duration) async throws {
+        longPollsHeld += 1
+        holdingLongPoll = true
+        defer { holdingLongPoll = false }
+        let deadline = ContinuousClock.now + wait
+        do {
+            while server.dataset.withState({ $0.head }) <= revision, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+        } catch {
+            longPollsCancelled += 1
+            throw error
+        }
     }
 
     /// A refusal as the engine sees it over HTTP: the contract's error body through the transport's mapper.

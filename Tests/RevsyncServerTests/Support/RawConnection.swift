@@ -19,10 +19,9 @@ final class RawConnection {
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard connected == 0 else {
-            close(socketFD)
-            throw TestSetupError("connect() to 127.0.0.1:\(port) failed")
-        }
+        // On failure deinit closes the socket (it runs for a class whose stored properties are all
+        // set): closing it here too could close a descriptor another thread has opened since.
+        guard connected == 0 else { throw TestSetupError("connect() to 127.0.0.1:\(port) failed") }
     }
 
     deinit { close(socketFD) }
@@ -30,6 +29,11 @@ final class RawConnection {
     func send(_ text: String) {
         let bytes = Array(text.utf8)
         _ = bytes.withUnsafeBytes { Glibc.send(socketFD, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    /// Closes the sending side (FIN), as a client does that goes away in the middle of a request.
+    func stopSending() {
+        shutdown(socketFD, Int32(SHUT_WR))
     }
 
     /// Reads until the server closes the connection, `marker` arrives, or `timeout` passes; returns

@@ -16,6 +16,18 @@ struct DeviceTally: Sendable {
 
     mutating func add(_ report: SyncReport) {
         operations.syncRounds += 1
+        count(report)
+    }
+
+    /// A long-poll the server answered; `report` is what it brought, if anything.
+    mutating func addLongPoll(_ report: SyncReport?) {
+        operations.longPolls += 1
+        guard let report else { return }
+        operations.longPollsWithChanges += 1
+        count(report)
+    }
+
+    private mutating func count(_ report: SyncReport) {
         if report.bootstrapped { operations.bootstraps += 1 }
         changeSets.sent += report.sentChangeSets
         changeSets.acknowledged += report.acknowledged.count
@@ -35,6 +47,8 @@ struct DeviceTally: Sendable {
         sum.operations.offlineTransactions += rhs.operations.offlineTransactions
         sum.operations.refusedLocally += rhs.operations.refusedLocally
         sum.operations.syncRounds += rhs.operations.syncRounds
+        sum.operations.longPolls += rhs.operations.longPolls
+        sum.operations.longPollsWithChanges += rhs.operations.longPollsWithChanges
         sum.operations.bootstraps += rhs.operations.bootstraps
         sum.changeSets.sent += rhs.changeSets.sent
         sum.changeSets.acknowledged += rhs.changeSets.acknowledged

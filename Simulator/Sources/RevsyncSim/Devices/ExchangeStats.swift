@@ -3,8 +3,9 @@ import RevsyncDevice
 import Synchronization
 
 /// What every device's HTTP exchanges added up to: bytes, and the latency of
-/// catch-up requests (`/sync` with no change set) overall and per second of the
-/// run. Fed by `HTTPSyncTransport`'s observer from many tasks at once.
+/// catch-up requests (`/sync` with no change set, long-polls left out: they last
+/// as long as the server holds them) overall and per second of the run. Fed by
+/// `HTTPSyncTransport`'s observer from many tasks at once.
 final class ExchangeStats: Sendable {
     private struct State {
         var bytes = ByteCounts()
@@ -27,7 +28,7 @@ final class ExchangeStats: Sendable {
                 return
             }
             // Catch-up as a device sees it: a successful /sync that carried nothing to apply.
-            if exchange.path == "/sync", exchange.changeSets == 0, status == 200 {
+            if exchange.path == "/sync", exchange.changeSets == 0, status == 200, (exchange.wait ?? 0) == 0 {
                 let micros = UInt64(max(1, exchange.duration.microseconds))
                 _ = state.catchUp.record(micros)
                 _ = state.interval.record(micros)

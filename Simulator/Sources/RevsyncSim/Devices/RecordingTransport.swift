@@ -2,14 +2,25 @@ import RevsyncDevice
 import RevsyncWire
 
 /// A device's transport that tells its `AcknowledgementLedger` what each `/sync`
-/// answer acknowledged, then hands the answer on unchanged.
+/// answer acknowledged, and `onAcknowledged` the revisions of the change sets the
+/// request carried that it acknowledged, then hands the answer on unchanged.
 struct RecordingTransport: SyncTransport {
     let base: any SyncTransport
     let ledger: AcknowledgementLedger
+    /// Called as the answer arrives: the moment the device has its acknowledgements.
+    var onAcknowledged: (@Sendable ([Int64]) -> Void)?
 
     func sync(_ request: SyncRequest, token: String) async throws -> SyncResponse {
         let response = try await base.sync(request, token: token)
         ledger.record(request, response)
+        if let onAcknowledged, !request.changeSets.isEmpty {
+            let sent = Set(request.changeSets.compactMap(\.seq))
+            let revisions = response.changeSets.compactMap { changeSet -> Int64? in
+                guard changeSet.conflict != true, let seq = changeSet.seq, sent.contains(seq) else { return nil }
+                return changeSet.revision
+            }
+            if !revisions.isEmpty { onAcknowledged(revisions) }
+        }
         return response
     }
 

@@ -20,7 +20,10 @@ actor VirtualDevice {
         var seed: UInt64
         /// Mean pause between two user actions.
         var thinkTime: Duration
+        /// Between two catch-ups without a local change, when not long-polling.
         var pollInterval: Duration
+        /// How long the server may hold a catch-up (long-poll); zero: poll every `pollInterval`.
+        var wait: Duration = .zero
     }
 
     nonisolated let plan: Plan
@@ -29,6 +32,8 @@ actor VirtualDevice {
     /// What each acknowledgement answered, by content (kept across engines).
     nonisolated let ledger: AcknowledgementLedger
     nonisolated let revocation: RevocationWatch
+    /// The run's write-to-visible latency, told of this device's revisions and absences.
+    nonisolated let visibility: WriteToVisibleRecorder
     private let transport: HTTPSyncTransport
     /// `transport`, telling `ledger` what was acknowledged: what every engine of the device uses.
     private let engineTransport: RecordingTransport
@@ -62,13 +67,14 @@ actor VirtualDevice {
 
     private init(
         plan: Plan, link: FaultyLink, deviceId: String, transport: HTTPSyncTransport, engineTransport: RecordingTransport,
-        revocation: RevocationWatch, runner: WorkloadRunner, engine: SyncEngine
+        revocation: RevocationWatch, visibility: WriteToVisibleRecorder, runner: WorkloadRunner, engine: SyncEngine
     ) {
         self.plan = plan
         self.link = link
         self.deviceId = deviceId
         self.ledger = engineTransport.ledger
         self.revocation = revocation
+        self.visibility = visibility
         self.transport = transport
         self.engineTransport = engineTransport
         self.runner = runner
@@ -82,20 +88,26 @@ actor VirtualDevice {
     /// With `bootstrapThroughLink` the first sync loads the snapshot through the faulty link.
     static func make(
         _ plan: Plan, profile: LinkProfile, serverPort: Int, direct: HTTPSyncTransport, adminToken: String,
-        bootstrapThroughLink: Bool, runner: WorkloadRunner, stats: ExchangeStats
+        bootstrapThroughLink: Bool, runner: WorkloadRunner, stats: ExchangeStats, visibility: WriteToVisibleRecorder
     ) async throws -> VirtualDevice {
         let registered = try await direct.register(
             DeviceRegistration(name: plan.name, user: "user-\(plan.index)", role: plan.role), adminToken: adminToken)
         if !bootstrapThroughLink {
-            let setup = try SyncEngine(databasePath: plan.databasePath, transport: direct, configuration: configuration(plan))
+            let setup = try SyncEngine(
+                databasePath: plan.databasePath, transport: direct, configuration: configuration(plan, visibility: visibility))
             try await setup.useToken(registered.token, deviceId: registered.deviceId)
             try await setup.bootstrap()
             try await setup.close()
         }
-        let link = try await FaultyLink(profile: profile, seed: plan.seed ^ 0x11_4C, targetPort: serverPort)
+        let index = plan.index
+        let link = try await FaultyLink(
+            profile: profile, seed: plan.seed ^ 0x11_4C, targetPort: serverPort,
+            onOfflineChange: { offline in visibility.setAbsent(.linkOffline, offline, device: index) })
         var transportConfiguration = HTTPSyncTransport.Configuration(baseURL: "http://127.0.0.1:\(link.port)")
         transportConfiguration.connectTimeout = .seconds(5)
-        transportConfiguration.readTimeout = .seconds(20)
+        // The server sends nothing while it holds a long-poll, and a duplicated request
+        // (a link fault) is held twice before its first answer comes back.
+        transportConfiguration.readTimeout = max(.seconds(20), plan.wait * 2 + .seconds(10))
         transportConfiguration.requestTimeout = .seconds(60)
         transportConfiguration.logger.logLevel = .error
         let revocation = RevocationWatch()
@@ -104,22 +116,30 @@ actor VirtualDevice {
             revocation.record(exchange)
         }
         let transport = HTTPSyncTransport(configuration: transportConfiguration)
-        let engineTransport = RecordingTransport(base: transport, ledger: AcknowledgementLedger())
-        let engine = try SyncEngine(databasePath: plan.databasePath, transport: engineTransport, configuration: configuration(plan))
+        let engineTransport = RecordingTransport(
+            base: transport, ledger: AcknowledgementLedger(),
+            onAcknowledged: { revisions in visibility.acknowledged(revisions, by: index) })
+        let engine = try SyncEngine(
+            databasePath: plan.databasePath, transport: engineTransport, configuration: configuration(plan, visibility: visibility))
         if bootstrapThroughLink { try await engine.useToken(registered.token, deviceId: registered.deviceId) }
         return VirtualDevice(
             plan: plan, link: link, deviceId: registered.deviceId, transport: transport, engineTransport: engineTransport,
-            revocation: revocation, runner: runner, engine: engine)
+            revocation: revocation, visibility: visibility, runner: runner, engine: engine)
     }
 
     /// A new engine on the device's file, as after a restart of the app.
     func openEngine() throws -> SyncEngine {
-        try SyncEngine(databasePath: plan.databasePath, transport: engineTransport, configuration: Self.configuration(plan))
+        try SyncEngine(
+            databasePath: plan.databasePath, transport: engineTransport, configuration: Self.configuration(plan, visibility: visibility))
     }
 
-    static func configuration(_ plan: Plan) -> SyncEngineConfiguration {
+    static func configuration(_ plan: Plan, visibility: WriteToVisibleRecorder) -> SyncEngineConfiguration {
         var configuration = SyncEngineConfiguration()
         configuration.checksPermissionsLocally = plan.checksPermissions
+        configuration.wait = plan.wait
+        configuration.pollInterval = plan.pollInterval
+        let index = plan.index
+        configuration.revisionObserver = { revision in visibility.applied(revision, on: index) }
         // Rejections and retries are counted in the report; per-device log lines would drown it.
         configuration.logger.logLevel = .error
         return configuration
@@ -142,7 +162,9 @@ actor VirtualDevice {
         workTask = nil
     }
 
-    /// Syncs often from now on (the drain) and at once.
+    /// Syncs often from now on (the drain) and at once. A long-polling device already
+    /// hears of every commit as it happens; this shortens its polls if its server
+    /// does not hold requests.
     func syncEagerly(every interval: Duration) async {
         pollInterval = interval
         await signal.wake()
@@ -174,8 +196,13 @@ actor VirtualDevice {
         defer {
             if replaceWaiters.isEmpty { engineBusy = false } else { replaceWaiters.removeFirst().resume() }
         }
+        // Not applying anything meanwhile: left out of write-to-visible latency until it runs again.
+        visibility.setAbsent(.restarting, true, device: plan.index)
         await stopLoops()
-        defer { start(working: false) }
+        defer {
+            start(working: false)
+            visibility.setAbsent(.restarting, false, device: plan.index)
+        }
         return try await body()
     }
 
@@ -215,36 +242,76 @@ actor VirtualDevice {
 
     // MARK: Loops
 
+    /// Rounds when there is something to send (or after a failure), and between them a
+    /// long-poll (`plan.wait`) or, with no wait, a pause of `pollInterval` that a user
+    /// action ends: what `SyncEngine.run()` does, with the figures the run needs.
     private func syncLoop() async {
         var failures = 0
+        var roundNeeded = true
         while !Task.isCancelled {
-            inSync = true
-            do {
-                let report = try await engine.syncOnce()
-                tally.add(report)
-                acknowledgedSeqs += report.acknowledged
-                failures = 0
-            } catch is CancellationError {
-                inSync = false
-                return
-            } catch {
-                if Task.isCancelled {
+            if roundNeeded {
+                inSync = true
+                do {
+                    let report = try await engine.syncOnce()
+                    tally.add(report)
+                    acknowledgedSeqs += report.acknowledged
+                    failures = 0
+                } catch is CancellationError {
                     inSync = false
                     return
+                } catch {
+                    if Task.isCancelled {
+                        inSync = false
+                        return
+                    }
+                    failures += 1
+                    tally.changeSets.failedRounds += 1
+                    lastError = "\(error)"
                 }
-                failures += 1
+                inSync = false
+                await observeStatus()
+                if failures > 0 {
+                    // The engine already backed off inside syncOnce; a short pause before the next round.
+                    await pauseAfter(failures: failures)
+                    continue
+                }
+            }
+            roundNeeded = true
+            guard plan.wait > .zero else {
+                await signal.wait(timeout: pollInterval)
+                continue
+            }
+            do {
+                switch try await engine.waitForServerChanges(upTo: plan.wait) {
+                case .received(let report):
+                    tally.addLongPoll(report)
+                    acknowledgedSeqs += report.acknowledged
+                    roundNeeded = false
+                    await observeStatus()
+                case .nothingNew(held: true):
+                    tally.addLongPoll(nil)
+                    roundNeeded = false
+                case .nothingNew(held: false):
+                    // A server that does not hold requests: poll as without a wait.
+                    tally.addLongPoll(nil)
+                    await signal.wait(timeout: pollInterval)
+                case .interrupted:
+                    break
+                }
+            } catch is CancellationError {
+                return
+            } catch {
+                if Task.isCancelled { return }
+                // Offline, a reset link, a killed server: a round (which retries) comes next.
                 tally.changeSets.failedRounds += 1
                 lastError = "\(error)"
-            }
-            inSync = false
-            await observeStatus()
-            if failures > 0 {
-                // The engine already backed off inside syncOnce; a short pause before the next round.
-                try? await Task.sleep(for: .milliseconds(250 * min(20, 1 << min(failures, 5))))
-            } else {
-                await signal.wait(timeout: pollInterval)
+                await pauseAfter(failures: 1)
             }
         }
+    }
+
+    private func pauseAfter(failures: Int) async {
+        try? await Task.sleep(for: .milliseconds(250 * min(20, 1 << min(failures, 5))))
     }
 
     private func workLoop() async {

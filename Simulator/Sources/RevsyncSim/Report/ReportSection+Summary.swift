@@ -5,8 +5,8 @@ extension ReportSection {
             run(report), settings(report.settings), operations(report.operations), changeSets(report.changeSets),
             byKind("Rejected by reason", key: "reason", report.changeSets.rejectedByReason),
             byKind("Faults injected", key: "kind", report.faults),
-            bytes(report.bytes), latency(report.catchUpLatency), convergence(report.convergence),
-        ]
+            bytes(report.bytes), latency(report.catchUpLatency),
+        ] + (report.writeToVisible.map { [writeToVisible($0)] } ?? []) + [convergence(report.convergence)]
     }
 
     static func run(_ report: SoakReport) -> ReportSection {
@@ -28,7 +28,7 @@ extension ReportSection {
             ["seeded records", ReportFormat.count(s.seededRecords)],
             ["server faults", s.serverFaults.isEmpty ? "none" : s.serverFaults.joined(separator: ", ")],
             ["device faults", s.deviceFaults.isEmpty ? "none" : s.deviceFaults.joined(separator: ", ")],
-        ])
+        ] + (s.longPollWaitSeconds.map { [["long-poll wait", $0 > 0 ? ReportFormat.seconds($0) : "off (polling)"]] } ?? []))
     }
 
     static func operations(_ o: OperationCounts) -> ReportSection {
@@ -40,6 +40,8 @@ extension ReportSection {
             ["offline transactions", ReportFormat.count(o.offlineTransactions)],
             ["refused locally", ReportFormat.count(o.refusedLocally)],
             ["sync rounds", ReportFormat.count(o.syncRounds)],
+            ["long-polls answered", ReportFormat.count(o.longPolls)],
+            ["long-polls with changes", ReportFormat.count(o.longPollsWithChanges)],
             ["bootstraps", ReportFormat.count(o.bootstraps)],
         ], numeric: true)
     }
@@ -85,6 +87,25 @@ extension ReportSection {
             row("devices", l.devices),
             row("server", l.server),
         ], numeric: true)
+    }
+
+    /// Label/value rows: the percentiles, then what was and was not counted, and who counts.
+    static func writeToVisible(_ w: WriteToVisibleLatency) -> ReportSection {
+        let p = w.latency
+        let measured = p.count > 0
+        func ms(_ value: Double) -> String { measured ? ReportFormat.milliseconds(value) : "n/a" }
+        return ReportSection(title: "Write-to-visible latency", rows: [
+            ["samples", ReportFormat.count(p.count)],
+            ["p50", ms(p.p50)],
+            ["p90", ms(p.p90)],
+            ["p99", ms(p.p99)],
+            ["max", ms(p.max)],
+            ["change sets measured", ReportFormat.count(w.acknowledgements)],
+            ["seen before the ack (0 ms)", ReportFormat.count(w.seenBeforeAcknowledgement)],
+            ["dropped (went offline first)", ReportFormat.count(w.dropped)],
+            ["never seen", ReportFormat.count(w.unresolved)],
+            ["counts", "every other device online at the ack (bootstrapped, link up, not restarting, not revoked) until it applied the revision"],
+        ])
     }
 
     static func convergence(_ c: ConvergenceSummary) -> ReportSection {

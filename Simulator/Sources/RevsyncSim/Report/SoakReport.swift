@@ -17,6 +17,8 @@ public struct SoakReport: Codable, Sendable, Equatable {
     public var faults: [String: Int]
     public var bytes: ByteCounts
     public var catchUpLatency: CatchUpLatency
+    /// From a writer's acknowledgement to its revision applied on every other online device.
+    public var writeToVisible: WriteToVisibleLatency?
     public var convergence: ConvergenceSummary
     /// One sample per second of the workload and the drain.
     public var timeline: [TimelineSample]
@@ -26,7 +28,8 @@ public struct SoakReport: Codable, Sendable, Equatable {
     public init(
         seed: UInt64, settings: SoakSettingsSummary, startedAt: String, totalSeconds: Double, verdict: VerdictSummary,
         operations: OperationCounts, changeSets: ChangeSetCounts, faults: [String: Int], bytes: ByteCounts,
-        catchUpLatency: CatchUpLatency, convergence: ConvergenceSummary, timeline: [TimelineSample], events: [TimelineEvent]
+        catchUpLatency: CatchUpLatency, writeToVisible: WriteToVisibleLatency? = nil, convergence: ConvergenceSummary,
+        timeline: [TimelineSample], events: [TimelineEvent]
     ) {
         self.seed = seed
         self.settings = settings
@@ -38,6 +41,7 @@ public struct SoakReport: Codable, Sendable, Equatable {
         self.faults = faults
         self.bytes = bytes
         self.catchUpLatency = catchUpLatency
+        self.writeToVisible = writeToVisible
         self.convergence = convergence
         self.timeline = timeline
         self.events = events
@@ -56,12 +60,14 @@ public struct SoakSettingsSummary: Codable, Sendable, Equatable {
     public var serverFaults: [String]
     /// Device-side faults switched on (`device_restore`, `device_revoke`, `device_role_downgrade`).
     public var deviceFaults: [String]
+    /// How long a device let the server hold its catch-up (long-poll); 0: it polled. Nil in older reports.
+    public var longPollWaitSeconds: Double?
     /// The command line that replays this run.
     public var replay: String
 
     public init(
         devices: Int, joiningDevices: Int, workloadSeconds: Double, link: String, instances: Int, seededRecords: Int,
-        serverFaults: [String], deviceFaults: [String] = [], replay: String
+        serverFaults: [String], deviceFaults: [String] = [], longPollWaitSeconds: Double? = nil, replay: String
     ) {
         self.devices = devices
         self.joiningDevices = joiningDevices
@@ -71,6 +77,7 @@ public struct SoakSettingsSummary: Codable, Sendable, Equatable {
         self.seededRecords = seededRecords
         self.serverFaults = serverFaults
         self.deviceFaults = deviceFaults
+        self.longPollWaitSeconds = longPollWaitSeconds
         self.replay = replay
     }
 }
@@ -112,6 +119,10 @@ public struct OperationCounts: Codable, Sendable, Equatable {
     /// Transactions the device engine refused locally (e.g. a record already gone); not sent.
     public var refusedLocally = 0
     public var syncRounds = 0
+    /// Long-polls the server answered: with new change sets, or with nothing at the end of the wait.
+    public var longPolls = 0
+    /// Of those, the ones that brought new change sets.
+    public var longPollsWithChanges = 0
     public var bootstraps = 0
 
     public init() {}
@@ -125,7 +136,7 @@ public struct ChangeSetCounts: Codable, Sendable, Equatable {
     public var rejectedByReason: [String: Int] = [:]
     /// Retries after transient failures, as the devices counted them.
     public var retries = 0
-    /// Sync rounds that ended in an error the device's loop retried later.
+    /// Sync rounds and long-polls that ended in an error the device's loop retried later.
     public var failedRounds = 0
     /// Committed change sets received by devices (catch-up and acknowledgements).
     public var received = 0
@@ -161,7 +172,8 @@ public struct LatencyPercentiles: Codable, Sendable, Equatable {
 }
 
 public struct CatchUpLatency: Codable, Sendable, Equatable {
-    /// `/sync` exchanges that sent no change set, timed by the devices through their links.
+    /// `/sync` exchanges that sent no change set and did not ask the server to wait
+    /// (long-polls last as long as the server holds them), timed by the devices through their links.
     public var devices: LatencyPercentiles
     /// The servers' `revsync_catchup_duration_seconds`, from their /metrics (bucket
     /// estimates, summed over instances; nil when no instance could be scraped).
@@ -170,6 +182,35 @@ public struct CatchUpLatency: Codable, Sendable, Equatable {
     public init(devices: LatencyPercentiles, server: LatencyPercentiles?) {
         self.devices = devices
         self.server = server
+    }
+}
+
+/// Write-to-visible latency (`WriteToVisibleTracker`): from the moment a device has
+/// the acknowledgement of its change set, committed at revision R, to the moment
+/// each other device that was online then has applied revision R, on one clock.
+/// "Online": bootstrapped, link up, not restarting after a crash or a restore, not
+/// revoked, from the acknowledgement until it applied R; a device that goes
+/// absent first is dropped for R. Server outages count as waiting.
+public struct WriteToVisibleLatency: Codable, Sendable, Equatable {
+    /// One sample per (revision, other online device), in milliseconds.
+    public var latency: LatencyPercentiles
+    /// Acknowledged change sets measured (repeated acknowledgements left out).
+    public var acknowledgements: Int
+    /// Samples of devices that already held the revision when the writer got its
+    /// acknowledgement (counted as 0 ms).
+    public var seenBeforeAcknowledgement: Int
+    /// Device-revision pairs given up because the device went offline, restarted or
+    /// was revoked before applying the revision.
+    public var dropped: Int
+    /// Device-revision pairs still awaited when the run ended (or given up to bound memory).
+    public var unresolved: Int
+
+    public init(latency: LatencyPercentiles, acknowledgements: Int, seenBeforeAcknowledgement: Int, dropped: Int, unresolved: Int) {
+        self.latency = latency
+        self.acknowledgements = acknowledgements
+        self.seenBeforeAcknowledgement = seenBeforeAcknowledgement
+        self.dropped = dropped
+        self.unresolved = unresolved
     }
 }
 

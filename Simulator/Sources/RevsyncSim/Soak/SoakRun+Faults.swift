@@ -101,6 +101,7 @@ extension SoakRun {
         let device = devices[index]
         try await admin(for: index, fleet: fleet, adminToken: adminToken).revoke(device.deviceId)
         device.revocation.revoked(at: .now)
+        visibility.setAbsent(.revoked, true, device: device.plan.index)
         revokedDevices.insert(index)
         note(FaultKind.deviceRevoke.rawValue, "\(device.plan.name) revoked on instance \((index + 1) % fleet.count); "
             + "it keeps working, every request of its token must get 401 and nothing it sends may be committed")

@@ -29,10 +29,12 @@ extension SoakRun {
                 devices: settings.devices, joiningDevices: settings.joining, workloadSeconds: settings.workload.inSeconds,
                 link: settings.linkKnobs.isEmpty ? settings.link : settings.link + " with changes", instances: settings.instances, seededRecords: seedIndex.records,
                 serverFaults: FaultKind.serverSide.filter(settings.effectiveFaults.contains).map(\.rawValue),
-                deviceFaults: FaultKind.deviceSide.filter(settings.effectiveFaults.contains).map(\.rawValue), replay: settings.replayCommand),
+                deviceFaults: FaultKind.deviceSide.filter(settings.effectiveFaults.contains).map(\.rawValue),
+                longPollWaitSeconds: settings.longPollWait.inSeconds, replay: settings.replayCommand),
             startedAt: startedAt, totalSeconds: (clock.now - started).inSeconds, verdict: VerdictSummary(checks: checks),
             operations: operations, changeSets: tally.changeSets, faults: faults, bytes: stats.bytes,
             catchUpLatency: CatchUpLatency(devices: stats.catchUpLatency, server: serverLatency),
+            writeToVisible: visibility.summary,
             convergence: ConvergenceSummary(
                 secondsToConverge: secondsToConverge, convergedDevices: convergedDevices, devices: devices.count - revokedDevices.count,
                 boundSeconds: settings.drainBound.inSeconds, revokedDevices: revokedDevices.count),

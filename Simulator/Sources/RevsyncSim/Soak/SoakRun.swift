@@ -17,6 +17,7 @@ public actor SoakRun {
     public nonisolated let settings: SoakSettings
     let logger: Logger
     let stats = ExchangeStats()
+    let visibility = WriteToVisibleRecorder()
     let clock = ContinuousClock()
 
     var devices: [VirtualDevice] = []
@@ -190,13 +191,15 @@ public actor SoakRun {
         let plan = VirtualDevice.Plan(
             index: index, name: "sim-\(index)", role: role, checksPermissions: role == DeviceRole.admin || index % 3 != 1,
             databasePath: settings.runDirectory + "/devices/device-\(index).sqlite",
-            seed: settings.seed &+ UInt64(index) &* 0x9E37_79B9, thinkTime: settings.thinkTime, pollInterval: .seconds(5))
+            seed: settings.seed &+ UInt64(index) &* 0x9E37_79B9, thinkTime: settings.thinkTime, pollInterval: .seconds(5),
+            wait: settings.longPollWait)
         try FileManager.default.createDirectory(atPath: settings.runDirectory + "/devices", withIntermediateDirectories: true)
         try? FileManager.default.removeItem(atPath: plan.databasePath)
         let port = fleet.configuration.ports[instance]
         return try await VirtualDevice.make(
             plan, profile: profile, serverPort: port, direct: direct[instance], adminToken: adminToken,
-            bootstrapThroughLink: throughLink, runner: WorkloadRunner(seed: seedIndex, hot: hot, role: role), stats: stats)
+            bootstrapThroughLink: throughLink, runner: WorkloadRunner(seed: seedIndex, hot: hot, role: role), stats: stats,
+            visibility: visibility)
     }
 
     /// Starts every stopped instance and waits until Redis and PostgreSQL answer.

@@ -21,6 +21,9 @@ public struct SoakSettings: Sendable {
     public var hotSetSize = 40
     /// Mean pause between two actions of one user.
     public var thinkTime: Duration = .seconds(4)
+    /// How long a device lets the server hold its catch-up when it has nothing to send
+    /// (`SyncEngineConfiguration.wait`, a long-poll); zero: a catch-up every 5 s instead.
+    public var longPollWait: Duration = .seconds(25)
     /// How long every device has after healing to send everything and catch up.
     public var drainBound: Duration = .seconds(300)
     /// Devices bootstrapped at once before the run (each loads the whole snapshot).

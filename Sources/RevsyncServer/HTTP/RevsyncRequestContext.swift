@@ -1,0 +1,15 @@
+import Hummingbird
+import NIOCore
+
+/// Hummingbird's basic request context, plus the connection's channel: a waiting `/sync`
+/// request ends when its client closes the connection, instead of holding its place
+/// until the wait runs out.
+struct RevsyncRequestContext: RequestContext {
+    var coreContext: CoreRequestContextStorage
+    let channel: any Channel
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        channel = source.channel
+    }
+}

@@ -1,0 +1,104 @@
+import NIOCore
+import NIOPosix
+import Synchronization
+import RevsyncRules
+import RevsyncTestSupport
+import Testing
+@testable import RevsyncServer
+
+/// The waiters' registry and the shared read, without a server.
+@Suite(.timeLimit(.minutes(1))) struct CommitWaitersTests {
+    static func eventually(_ condition: () -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while !condition() {
+            guard ContinuousClock.now < deadline else { throw TestSetupError("the condition did not hold within 20 s") }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    let waiters = CommitWaiters(timers: MultiThreadedEventLoopGroup.singleton)
+
+    @Test func aHeadPastTheRevisionWakesOnlyTheWaitersBehindIt() async throws {
+        waiters.advance(to: 10)
+        let behind = Task { await waiters.wait(after: 10, for: .seconds(30)) }
+        let ahead = Task { await waiters.wait(after: 12, for: .seconds(30)) }
+        try await Self.eventually { waiters.count == 2 }
+        waiters.advance(to: 11)
+        #expect(await behind.value.ending == .committed)
+        #expect(waiters.count == 1)
+        waiters.advance(to: 13)
+        #expect(await ahead.value.ending == .committed)
+    }
+
+    @Test func aHeadAlreadyPastTheRevisionEndsTheWaitAtOnce() async throws {
+        waiters.advance(to: 5)
+        #expect(await waiters.wait(after: 4, for: .seconds(30)).ending == .committed)
+        #expect(waiters.count == 0)
+    }
+
+    @Test func theHeadNeverMovesBack() async throws {
+        waiters.advance(to: 7)
+        waiters.advance(to: 3)
+        #expect(waiters.head == 7)
+    }
+
+    @Test func theWaitRunsOut() async throws {
+        let result = await waiters.wait(after: 0, for: .milliseconds(50))
+        #expect(result.ending == .timedOut)
+        #expect(waiters.count == 0)
+    }
+
+    @Test func closingReleasesEveryWaiterAndLaterOnesAtOnce() async throws {
+        let first = Task { await waiters.wait(after: 0, for: .seconds(30)) }
+        try await Self.eventually { waiters.count == 1 }
+        waiters.close()
+        #expect(await first.value.ending == .released)
+        #expect(await waiters.wait(after: 0, for: .seconds(30)).ending == .released)
+    }
+
+    @Test func theClientLeavingReleasesTheWaiter() async throws {
+        let gone = MultiThreadedEventLoopGroup.singleton.any().makePromise(of: Void.self)
+        let waiting = Task { await waiters.wait(after: 0, for: .seconds(30), clientGone: gone.futureResult) }
+        try await Self.eventually { waiters.count == 1 }
+        gone.succeed()
+        #expect(await waiting.value.ending == .released)
+    }
+
+    @Test func cancellingTheRequestReleasesTheWaiter() async throws {
+        let waiting = Task { await waiters.wait(after: 0, for: .seconds(30)) }
+        try await Self.eventually { waiters.count == 1 }
+        waiting.cancel()
+        #expect(await waiting.value.ending == .released)
+        #expect(waiters.count == 0)
+    }
+
+    @Test func waitersWokenTogetherShareOneRead() async throws {
+        let shared = SharedCatchUp()
+        let reads = ReadCount()
+        let wokenAt = ContinuousClock.now
+        let key = SharedCatchUp.Key(after: 0, form: .plain)
+        try await withThrowingTaskGroup(of: Int64.self) { group in
+            for _ in 0..<50 {
+                group.addTask {
+                    try await shared.read(key, wokenAt: wokenAt) {
+                        reads.value.add(1, ordering: .relaxed)
+                        try await Task.sleep(for: .milliseconds(20))
+                        return (LogState(head: 3, horizon: 0), CatchUpPage(entries: [], more: false))
+                    }.state.head
+                }
+            }
+            for try await head in group { #expect(head == 3) }
+        }
+        #expect(reads.value.load(ordering: .relaxed) == 1)
+        // A waiter woken after that read started reads again: the read may predate its commit.
+        _ = try await shared.read(key, wokenAt: .now) {
+            reads.value.add(1, ordering: .relaxed)
+            return (LogState(head: 4, horizon: 0), CatchUpPage(entries: [], more: false))
+        }
+        #expect(reads.value.load(ordering: .relaxed) == 2)
+    }
+}
+
+private final class ReadCount: Sendable {
+    let value = Atomic<Int>(0)
+}
