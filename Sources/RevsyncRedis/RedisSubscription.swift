@@ -45,6 +45,7 @@ public struct RedisSubscription: Sendable {
                 } catch {
                     lost()
                     // Only the change is logged: a Redis that stays down would fill the log.
+                    if stop.subscribed.exchange(false, ordering: .relaxed) { failing = false }
                     if !failing { logger.warning("the Redis subscription failed; retrying", metadata: ["channel": "\(channel)", "error": "\(error)"]) }
                     failing = true
                 }
@@ -67,6 +68,7 @@ public struct RedisSubscription: Sendable {
             throw RedisError.unexpectedReply(expected: "a subscribe confirmation", got: reply)
         }
         logger.debug("subscribed", metadata: ["channel": "\(channel)"])
+        stop.subscribed.store(true, ordering: .relaxed)
         subscribed()
         while !stop.value.load(ordering: .relaxed) {
             guard let pushed = try connection.nextPushed(within: .milliseconds(250)) else { continue }
@@ -78,7 +80,10 @@ public struct RedisSubscription: Sendable {
     }
 }
 
-/// Set from the cancelling task, read by the subscription's thread.
+/// Shared by the following task and the subscription's thread: `value` is set from the
+/// cancelling task; `subscribed` tells the task that the connection that failed had been
+/// subscribed (a new outage, worth a log line).
 private final class StopFlag: Sendable {
     let value = Atomic<Bool>(false)
+    let subscribed = Atomic<Bool>(false)
 }

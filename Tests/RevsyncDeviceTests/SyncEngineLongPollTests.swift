@@ -49,7 +49,7 @@ struct SyncEngineLongPollTests {
         let started = ContinuousClock.now
         try await device.transaction { tx in try tx.update("teams", id: harness.teamId, ["city": "Now"]) }
         try await waitUntil { await harness.server.snapshotRecords("teams").first?["city"] == "Now" }
-        #expect(ContinuousClock.now - started < .seconds(5), "sent long before the 60 s wait ends")
+        #expect(ContinuousClock.now - started < .seconds(30), "sent long before the 60 s wait ends")
         #expect(await harness.server.longPollsCancelled >= 1, "the long-poll's request was cancelled")
         // And the loop goes back to waiting on the server.
         try await waitUntil {
@@ -138,7 +138,7 @@ struct SyncEngineLongPollTests {
         try await waitUntil { await harness.server.holdingLongPoll }
         let started = ContinuousClock.now
         try await device.syncOnce()
-        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(ContinuousClock.now - started < .seconds(30), "long before the 60 s wait ends")
         #expect(try await poll.value == .interrupted)
     }
 
@@ -184,7 +184,15 @@ struct SyncEngineLongPollTests {
         try await device.syncOnce()
         #expect(try await device.waitForServerChanges(upTo: .milliseconds(100)) == .nothingNew(held: true))
         await harness.server.setHoldsLongPolls(false)
-        #expect(try await device.waitForServerChanges(upTo: .seconds(30)) == .nothingNew(held: false))
+        let started = ContinuousClock.now
+        let outcome = try await device.waitForServerChanges(upTo: .seconds(30))
+        // "Held" means answered after a second or more: a machine loaded enough to take that long
+        // for an answer at once cannot tell, and then only "nothing new" is checked.
+        if ContinuousClock.now - started < .milliseconds(900) {
+            #expect(outcome == .nothingNew(held: false))
+        } else {
+            #expect(outcome == .nothingNew(held: false) || outcome == .nothingNew(held: true))
+        }
     }
 
     @Test(.timeLimit(.minutes(1)))

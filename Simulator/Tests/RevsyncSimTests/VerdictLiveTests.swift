@@ -198,7 +198,9 @@ struct VerdictLiveTests {
 /// server, with the (device, seq) pairs they saw acknowledged.
 final class VerdictRun: Sendable {
     let live: LiveServer
-    let directory: URL
+    /// A path, not a `URL`: engines are made from several tasks at once, and a `URL` shared
+    /// between threads crashed on release here (its storage's reference count went wrong).
+    let directory: String
     private let engines = Mutex<[SyncEngine]>([])
     private let transports = Mutex<[HTTPSyncTransport]>([])
     private let acknowledgedPairs = Mutex<Set<ChangeSetRef>>([])
@@ -209,8 +211,8 @@ final class VerdictRun: Sendable {
 
     init(live: LiveServer) throws {
         self.live = live
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("revsync-verdict-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        directory = NSTemporaryDirectory() + "/revsync-verdict-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     }
 
     var databaseURL: String { live.server.settings.databaseURL }
@@ -226,7 +228,7 @@ final class VerdictRun: Sendable {
         let transport = HTTPSyncTransport(configuration: configuration)
         transports.withLock { $0.append(transport) }
         let recorder = RecordingTransport(base: transport, ledger: AcknowledgementLedger())
-        let path = directory.appendingPathComponent("\(name).sqlite").path
+        let path = directory + "/\(name).sqlite"
         let engine = try SyncEngine(databasePath: path, transport: recorder)
         engines.withLock { $0.append(engine) }
         recording.withLock { $0[ObjectIdentifier(engine)] = (recorder, path) }
@@ -330,7 +332,7 @@ final class VerdictRun: Sendable {
     func shutdown() async {
         for engine in engines.withLock({ $0 }) { try? await engine.close() }
         for transport in transports.withLock({ $0 }) { try? await transport.shutdown() }
-        try? FileManager.default.removeItem(at: directory)
+        try? FileManager.default.removeItem(atPath: directory)
     }
 }
 

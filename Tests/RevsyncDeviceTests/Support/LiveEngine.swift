@@ -16,22 +16,24 @@ import Testing
 /// that is removed at the end.
 final class LiveDevices: Sendable {
     let live: LiveServer
-    let directory: URL
+    /// A path, not a `URL`: engines are made from several tasks at once, and a `URL` shared
+    /// between threads crashed on release here (its storage's reference count went wrong).
+    let directory: String
     let sleeps = SleepRecorder()
     private let engines = Mutex<[SyncEngine]>([])
     private let transports = Mutex<[HTTPSyncTransport]>([])
 
     init(live: LiveServer) throws {
         self.live = live
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("revsync-live-devices-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        directory = NSTemporaryDirectory() + "/revsync-live-devices-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     }
 
     var baseURL: String { live.baseURL.absoluteString }
     var adminToken: String { live.adminToken }
 
     /// A path for a device's SQLite file.
-    func path(_ name: String) -> String { directory.appendingPathComponent("\(name).sqlite").path }
+    func path(_ name: String) -> String { directory + "/\(name).sqlite" }
 
     /// An HTTP transport to the live server (short timeouts: everything is local), closed at the end.
     func transport(to baseURL: String? = nil, _ adjust: (inout HTTPSyncTransport.Configuration) -> Void = { _ in }) -> HTTPSyncTransport {
@@ -230,7 +232,7 @@ final class LiveDevices: Sendable {
     func shutdown() async {
         for engine in engines.withLock({ $0 }) { try? await engine.close() }
         for transport in transports.withLock({ $0 }) { try? await transport.shutdown() }
-        try? FileManager.default.removeItem(at: directory)
+        try? FileManager.default.removeItem(atPath: directory)
     }
 }
 
