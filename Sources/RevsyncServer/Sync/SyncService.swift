@@ -75,8 +75,10 @@ package struct SyncService: Sendable {
 
         let applying = ContinuousClock.now
         let outcomes = try await committer.apply(request.changeSets, device: device)
+        // Every revision an outcome names (new, or repeated) is the device's own.
+        let own = outcomes.compactMap(\.revision)
         // This instance's waiters wake at once; the others' through Redis or their re-check (`CommitFeed`).
-        if let longPoll, let newest = outcomes.compactMap(\.revision).max() { longPoll.waiters.advance(to: newest) }
+        if let longPoll, let newest = own.max() { longPoll.waiters.advance(to: newest) }
         // A change set's time is its request's: it commits with the rest of its batch.
         let duration = ContinuousClock.now - applying
         for (changeSet, outcome) in zip(request.changeSets, outcomes) {
@@ -85,10 +87,9 @@ package struct SyncService: Sendable {
         }
 
         let started = ContinuousClock.now
-        let head = max(state.head, outcomes.compactMap(\.revision).max() ?? 0)
-        // Every revision an outcome names (new, or repeated) is the device's own.
-        let own = Set(outcomes.compactMap(\.revision))
-        let page = try await changeLog.entries(after: request.maxRevision, through: head, for: device, limits: catchUpLimits, form: form, own: own)
+        let head = max(state.head, own.max() ?? 0)
+        let page = try await changeLog.entries(
+            after: request.maxRevision, through: head, for: device, limits: catchUpLimits, form: form, own: Set(own))
         let oldAcks = try await repeatedAcknowledgements(outcomes, maxRevision: request.maxRevision, device: device)
         metrics.recordCatchUp(changeSets: page.entries.count, source: page.source, duration: ContinuousClock.now - started)
         let correctives = try await correctiveSets(outcomes, device: device)
