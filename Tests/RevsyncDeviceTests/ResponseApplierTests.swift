@@ -21,7 +21,7 @@ struct ResponseApplierTests {
             cs.create("players", 200, [ReservedAttribute.oldId: .integer(ids.0), "revision": 4, "team_id": 10, "number": 9])
             cs.create("notes", 201, [ReservedAttribute.oldId: .integer(ids.1), "revision": 4, "player_id": 200, "body": "fast"])
         }
-        let outcome = try applier.apply(SyncResponse(maxRevision: 4, changeSets: [ack]), to: store)
+        let outcome = try applier.apply(SyncResponse(maxRevision: 4, changeSets: [ack]), to: store, sent: [1])
 
         #expect(outcome.acknowledged == [1])
         #expect(Set(outcome.idMappings.map(\.permanentId)) == [200, 201])
@@ -44,7 +44,7 @@ struct ResponseApplierTests {
         let ack = ChangeSet.committed(4, seq: 1) { cs in
             cs.create("users", 300, [ReservedAttribute.oldId: .integer(id), "revision": 4, "first_name": "Ana (verified)", "date_of_birth": "2001-02-03 02:05:06+00"])
         }
-        _ = try applier.apply(SyncResponse(maxRevision: 4, changeSets: [ack]), to: store)
+        _ = try applier.apply(SyncResponse(maxRevision: 4, changeSets: [ack]), to: store, sent: [1])
         let user = try #require(try store.record("users", id: 300))
         #expect(user.attributes == ["first_name": "Ana (verified)", "date_of_birth": "2001-02-03 02:05:06+00"])
         #expect(try store.outbox().isEmpty)
@@ -53,7 +53,7 @@ struct ResponseApplierTests {
     @Test func catchUpUpdateMergesChangedFieldsAndRevision() throws {
         let store = try seededStore()
         let catchUp = ChangeSet.committed(4) { cs in cs.update("teams", 10, ["revision": 4, "city": "York"]) }
-        let outcome = try applier.apply(SyncResponse(maxRevision: 4, changeSets: [catchUp]), to: store)
+        let outcome = try applier.apply(SyncResponse(maxRevision: 4, changeSets: [catchUp]), to: store, sent: [])
         #expect(try store.record("teams", id: 10) == DeviceRecord(id: 10, revision: 4, attributes: ["league_id": 1, "name": "Owls", "city": "York"]))
         #expect(outcome.changes.upserted["teams"] == [10])
         #expect(outcome.acknowledged.isEmpty)
@@ -64,7 +64,7 @@ struct ResponseApplierTests {
         let first = ChangeSet.committed(4) { cs in cs.create("players", 50, ["revision": 4, "team_id": 10, "rating": 7]) }
         let second = ChangeSet.committed(5) { cs in cs.delete("players", 50) }
         let third = ChangeSet.committed(6) { cs in cs.create("players", 51, ["revision": 6, "team_id": 10, "active": true]) }
-        let outcome = try applier.apply(SyncResponse(maxRevision: 6, changeSets: [first, second, third]), to: store)
+        let outcome = try applier.apply(SyncResponse(maxRevision: 6, changeSets: [first, second, third]), to: store, sent: [])
         #expect(try store.record("players", id: 50) == nil)
         let created = try #require(try store.record("players", id: 51))
         #expect(created.attributes == ["team_id": 10, "user_id": .null, "number": .null, "rating": .null, "active": true])
@@ -78,7 +78,7 @@ struct ResponseApplierTests {
         try store.put("teams", DeviceRecord(id: 11, revision: 9, attributes: ["league_id": 1, "name": "New", "city": .null]))
         try store.setMeta(DeviceMeta(maxRevision: 3, bootstrapped: true))
         let stale = ChangeSet.committed(5) { cs in cs.update("teams", 11, ["revision": 5, "name": "Old"]) }
-        _ = try applier.apply(SyncResponse(maxRevision: 5, changeSets: [stale]), to: store)
+        _ = try applier.apply(SyncResponse(maxRevision: 5, changeSets: [stale]), to: store, sent: [])
         #expect(try store.record("teams", id: 11)?["name"] == "New")
         #expect(try store.record("teams", id: 11)?.revision == 9)
     }
@@ -96,7 +96,7 @@ struct ResponseApplierTests {
         let repeated = ChangeSet.committed(7, seq: 1) { cs in
             cs.create("teams", 321, [ReservedAttribute.oldId: .integer(temporary), "revision": 7, "league_id": 1, "name": "Hawks", "city": .null])
         }
-        let outcome = try applier.apply(SyncResponse(maxRevision: 20, changeSets: [repeated]), to: store)
+        let outcome = try applier.apply(SyncResponse(maxRevision: 20, changeSets: [repeated]), to: store, sent: [1])
         #expect(outcome.acknowledged == [1])
         #expect(try store.record("teams", id: temporary) == nil, "no duplicate of the team")
         #expect(try store.record("teams", id: 321)?["name"] == "Hawks renamed", "the newer snapshot value is kept")
@@ -113,7 +113,7 @@ struct ResponseApplierTests {
         let repeated = ChangeSet.committed(7, seq: 1) { cs in
             cs.create("teams", 321, [ReservedAttribute.oldId: .integer(temporary), "revision": 7, "league_id": 1, "name": "Hawks"])
         }
-        _ = try applier.apply(SyncResponse(maxRevision: 20, changeSets: [repeated]), to: store)
+        _ = try applier.apply(SyncResponse(maxRevision: 20, changeSets: [repeated]), to: store, sent: [1])
         #expect(try store.record("teams", id: 321) == nil)
         #expect(try store.record("teams", id: temporary) == nil)
     }
@@ -124,7 +124,7 @@ struct ResponseApplierTests {
         let corrective = ChangeSet.corrective(seq: 1, .staleRevision) { cs in
             cs.update("teams", 10, ["revision": 8, "league_id": 1, "name": "Theirs", "city": "Hull"])
         }
-        let outcome = try applier.apply(SyncResponse(maxRevision: 8, changeSets: [corrective]), to: store)
+        let outcome = try applier.apply(SyncResponse(maxRevision: 8, changeSets: [corrective]), to: store, sent: [1])
         #expect(try store.record("teams", id: 10) == DeviceRecord(id: 10, revision: 8, attributes: ["league_id": 1, "name": "Theirs", "city": "Hull"]))
         #expect(try store.outbox().isEmpty)
         let conflict = try #require(outcome.conflicts.first)
@@ -142,7 +142,7 @@ struct ResponseApplierTests {
             cs.delete("players", player)
             cs.update("teams", 10, ["revision": 3, "league_id": 1, "name": "Owls", "city": "Leeds"])
         }
-        let outcome = try applier.apply(SyncResponse(maxRevision: 3, changeSets: [corrective]), to: store)
+        let outcome = try applier.apply(SyncResponse(maxRevision: 3, changeSets: [corrective]), to: store, sent: [1])
         #expect(try store.record("players", id: player) == nil)
         #expect(outcome.conflicts.first?.dropped["players"] == [player])
         #expect(outcome.changes.deleted["players"] == [player])
@@ -157,7 +157,7 @@ struct ResponseApplierTests {
             cs.update("teams", 10, ["revision": 5, "league_id": 1, "name": "Owls", "city": "Leeds"])
             cs.update("players", 60, ["revision": 2, "team_id": 10, "number": 4])
         }
-        _ = try applier.apply(SyncResponse(maxRevision: 5, changeSets: [corrective]), to: store)
+        _ = try applier.apply(SyncResponse(maxRevision: 5, changeSets: [corrective]), to: store, sent: [1])
         #expect(try store.record("teams", id: 10)?.revision == 5)
         #expect(try store.record("players", id: 60)?["number"] == 4)
         #expect(try store.record("players", id: 60)?["active"] == .null)
@@ -175,7 +175,7 @@ struct ResponseApplierTests {
         let corrective = ChangeSet.corrective(seq: 2, .staleRevision) { cs in
             cs.update("teams", 400, [ReservedAttribute.oldId: .integer(team), "revision": 5, "league_id": 1, "name": "Hawks", "city": "Cork"])
         }
-        let outcome = try applier.apply(SyncResponse(maxRevision: 5, changeSets: [ack, corrective]), to: store)
+        let outcome = try applier.apply(SyncResponse(maxRevision: 5, changeSets: [ack, corrective]), to: store, sent: [1, 2])
         #expect(outcome.acknowledged == [1])
         #expect(outcome.conflicts.map(\.seq) == [2])
         #expect(try store.record("teams", id: 400)?["city"] == "Cork")
@@ -187,7 +187,7 @@ struct ResponseApplierTests {
         let store = try seededStore()
         try edit(store) { tx in try tx.update("teams", id: 10, ["city": "Mine"]) }
         let catchUp = ChangeSet.committed(4) { cs in cs.update("teams", 10, ["revision": 4, "city": "Theirs", "name": "Owls FC"]) }
-        _ = try applier.apply(SyncResponse(maxRevision: 4, changeSets: [catchUp]), to: store)
+        _ = try applier.apply(SyncResponse(maxRevision: 4, changeSets: [catchUp]), to: store, sent: [])
         let team = try #require(try store.record("teams", id: 10))
         #expect(team["city"] == "Mine")
         #expect(team["name"] == "Owls FC")
@@ -200,10 +200,41 @@ struct ResponseApplierTests {
         try edit(store) { tx in try tx.update("teams", id: 10, ["city": "First"]) }  // sent as seq 1
         try edit(store) { tx in try tx.update("teams", id: 10, ["city": "Second"]) }  // made during the flight
         let ack = ChangeSet.committed(4, seq: 1) { cs in cs.update("teams", 10, ["revision": 4, "city": "First"]) }
-        _ = try applier.apply(SyncResponse(maxRevision: 4, changeSets: [ack]), to: store)
+        _ = try applier.apply(SyncResponse(maxRevision: 4, changeSets: [ack]), to: store, sent: [1])
         #expect(try store.record("teams", id: 10)?["city"] == "Second")
         #expect(try store.record("teams", id: 10)?.revision == 4)
         #expect(try store.outbox().map(\.seq) == [2])
+    }
+
+    @Test func anOwnChangeSetUnderTheSeqOfAnUnsentEditDoesNotAcknowledgeIt() throws {
+        // A file restored from a backup, before the engine learnt the server's counters: a new
+        // edit took seq 1 and temporary id -1, which the server had committed as other content
+        // (from the lost later copy of the file). The catch-up of a request that did not carry
+        // the edit brings that change set back.
+        let store = try seededStore()
+        let player = try edit(store) { tx in
+            try tx.update("teams", id: 10, ["name": "Mine"])
+            return try tx.create("players", ["team_id": 10, "number": 3])
+        }.value
+        let lost = ChangeSet.committed(4, seq: 1) { cs in
+            cs.create("players", 150, [ReservedAttribute.oldId: .integer(player), "revision": 4, "team_id": 10, "number": 40])
+        }
+        let pendingBefore = try store.outbox()
+        let outcome = try applier.apply(SyncResponse(maxRevision: 4, changeSets: [lost]), to: store, sent: [])
+
+        #expect(outcome.acknowledged.isEmpty)
+        #expect(try store.outbox() == pendingBefore, "the edit is still to be sent, unchanged")
+        #expect(try store.record("teams", id: 10)?["name"] == "Mine")
+        #expect(try store.record("players", id: player)?["number"] == 3, "the edit's own record is not taken for the server's")
+        #expect(try store.temporaryIdMapping(player) == nil)
+        #expect(try store.record("players", id: 150)?["number"] == 40, "the server's change set is applied as committed")
+        #expect(try store.meta().nextSeq == 2 && store.meta().nextTemporaryId < player, "new edits take neither again")
+
+        // Sent, the same change set is its acknowledgement (a true retry) and maps the id.
+        let again = try applier.apply(SyncResponse(maxRevision: 4, changeSets: [lost]), to: store, sent: [1])
+        #expect(again.acknowledged == [1])
+        #expect(try store.outbox().isEmpty)
+        #expect(try store.temporaryIdMapping(player) == TemporaryIdMapping(entity: "players", id: 150))
     }
 
     @Test func aPendingDeleteStaysDeletedOverCatchUp() throws {
@@ -213,7 +244,7 @@ struct ResponseApplierTests {
             cs.update("teams", 10, ["revision": 4, "city": "York"])
             cs.create("players", 70, ["revision": 4, "team_id": 10])
         }
-        _ = try applier.apply(SyncResponse(maxRevision: 4, changeSets: [catchUp]), to: store)
+        _ = try applier.apply(SyncResponse(maxRevision: 4, changeSets: [catchUp]), to: store, sent: [])
         #expect(try store.record("teams", id: 10) == nil)
         #expect(try store.record("players", id: 70) == nil, "the pending delete cascades over new children too")
         #expect(try store.outbox().count == 1)
@@ -228,16 +259,16 @@ struct ResponseApplierTests {
                 cs.create("players", 90, [ReservedAttribute.oldId: .integer(player), "revision": 5, "team_id": 10, "number": 1])
             },
         ])
-        _ = try applier.apply(response, to: store)
+        _ = try applier.apply(response, to: store, sent: [1])
         let once = store.tables
-        let again = try applier.apply(response, to: store)
+        let again = try applier.apply(response, to: store, sent: [1])
         #expect(store.tables == once)
         #expect(again.acknowledged.isEmpty)
     }
 
     @Test func maxRevisionAndMoreAreReported() throws {
         let store = try seededStore()
-        let outcome = try applier.apply(SyncResponse(maxRevision: 12, changeSets: [], more: true), to: store)
+        let outcome = try applier.apply(SyncResponse(maxRevision: 12, changeSets: [], more: true), to: store, sent: [])
         #expect(outcome.more)
         #expect(outcome.maxRevision == 12)
         #expect(try store.meta().maxRevision == 12)
@@ -254,7 +285,7 @@ struct ResponseApplierTests {
         let reason = ConflictReason(code: .forbidden, entity: "teams", id: 10, message: "the repair is too large: bootstrap again")
         let ack = ChangeSet.committed(4, seq: 1) { cs in cs.update("leagues", 1, ["revision": 4, "country": "UK"]) }
         let resync = ChangeSet(seq: 2, conflict: true, reason: reason, resync: true)
-        let outcome = try applier.apply(SyncResponse(maxRevision: 4, changeSets: [ack, resync]), to: store)
+        let outcome = try applier.apply(SyncResponse(maxRevision: 4, changeSets: [ack, resync]), to: store, sent: [1, 2])
 
         #expect(outcome.acknowledged == [1])
         #expect(outcome.conflicts == [ConflictNotification(seq: 2, reason: reason, rejected: delete, restored: [:], dropped: [:], resync: true)])
@@ -281,7 +312,7 @@ struct ResponseApplierTests {
         let corrective = ChangeSet.corrective(seq: 1, .staleRevision) { cs in
             cs.update("teams", 10, ["revision": 8, "league_id": 1, "name": "Theirs", "city": "Hull"])
         }
-        let outcome = try applier.apply(SyncResponse(maxRevision: 8, changeSets: [corrective]), to: store)
+        let outcome = try applier.apply(SyncResponse(maxRevision: 8, changeSets: [corrective]), to: store, sent: [1])
         #expect(!outcome.needsResync)
         #expect(outcome.conflicts.map(\.resync) == [false])
         #expect(try !store.meta().needsResync)

@@ -126,7 +126,7 @@ struct ReusedSeqRepairTests {
             cs.create("players", 150, ["revision": 4, "__oldId__": .integer(player), "team_id": 10, "number": 1])
         }
         let outcome = try ResponseApplier(schema: TestSchema.schema).apply(
-            SyncResponse(maxRevision: 6, changeSets: [lost, ack9, ack10]), to: store)
+            SyncResponse(maxRevision: 6, changeSets: [lost, ack9, ack10]), to: store, sent: [9, 10])
         #expect(outcome.acknowledged == [9, 10])
         #expect(try store.outbox().map(\.seq) == [3])
         #expect(try store.record("notes", id: 202)?["player_id"] == 201)
@@ -207,7 +207,7 @@ struct ReusedSeqRepairTests {
         let later = ChangeSet.committed(7, seq: 5) { cs in
             cs.create("leagues", 300, ["revision": 7, "__oldId__": -6, "name": "From the lost copy"])
         }
-        _ = try ResponseApplier(schema: TestSchema.schema).apply(SyncResponse(maxRevision: 7, changeSets: [later]), to: store)
+        _ = try ResponseApplier(schema: TestSchema.schema).apply(SyncResponse(maxRevision: 7, changeSets: [later]), to: store, sent: [])
         #expect(try store.meta().nextSeq == 6)
         #expect(try store.meta().nextTemporaryId == -7)
         #expect(try store.record("leagues", id: 300)?["name"] == "From the lost copy")

@@ -97,7 +97,7 @@ struct SQLiteRecordStoreTests {
                 try tx.update("teams", id: 10, ["city": "York"])
             }
             _ = try LocalEdit.perform(on: store, schema: TestSchema.schema) { tx in try tx.update("players", id: -1, ["rating": 1.5]) }
-            return try ResponseApplier(schema: TestSchema.schema).apply(response, to: store)
+            return try ResponseApplier(schema: TestSchema.schema).apply(response, to: store, sent: [1])
         }
         let expected = try run(memory)
         let actual = try database.writer.write { (db) throws in try run(SQLiteRecordStore(db, layout: layout)) }

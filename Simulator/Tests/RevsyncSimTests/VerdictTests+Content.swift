@@ -80,6 +80,24 @@ extension VerdictTests {
         #expect(VerdictChecks.acknowledgedContent(pruned).passed)
     }
 
+    /// A restored device that had not learnt the server's counters took a new edit's seq for
+    /// acknowledged when the catch-up brought the lost copy's change set under it: the edit was
+    /// never sent, so no answer to it can be compared, and the check says so.
+    @Test func aSeqTakenAsAcknowledgedWithoutBeingSentFailsTheContentCheck() {
+        let entry = LoggedChangeSet(revision: 120, device: "d1", seq: 4, authorBody: Self.loggedTree)
+        var audit = Self.audit(Self.sentTree, entry: entry)
+        let sent = [AcknowledgedChangeSet(device: "d1", seq: 4, revision: 120, sent: Self.sentTree)]
+        audit.checkSent(acknowledged: [ChangeSetRef(device: "D1", seq: 4)], sent: sent)
+        #expect(audit.unsent.isEmpty)
+        #expect(VerdictChecks.acknowledgedContent(audit).passed)
+
+        audit.checkSent(acknowledged: [ChangeSetRef(device: "d1", seq: 4), ChangeSetRef(device: "d1", seq: 5)], sent: sent)
+        let check = VerdictChecks.acknowledgedContent(audit)
+        #expect(!check.passed)
+        #expect(check.detail == "1 of 1 acknowledged change sets hold what their device sent; "
+            + "taken as acknowledged but never sent and acknowledged: device d1 seq 5")
+    }
+
     /// Before the server refused reused seqs, a device restored from an older copy of its file
     /// sent a new edit under a seq it had already used, and the server answered with the outcome
     /// of the change set first sent under it: the new edit was acknowledged and never applied.

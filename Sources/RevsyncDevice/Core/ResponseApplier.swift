@@ -31,6 +31,16 @@ public struct SyncOutcome: Sendable, Hashable {
 /// records; the rejected change set leaves the outbox and is reported), then the
 /// new `maxRevision`, then the pending change sets are replayed on top.
 ///
+/// Only the change sets the request carried (`sent`) can be acknowledged. An own
+/// change set the answer's catch-up brings under the `seq` of a pending change set
+/// the request did not carry was judged without it: on a file restored from a
+/// backup, before the engine has learnt the server's counters, a new edit can take
+/// a `seq` the server has already committed as other content. Such a pending change
+/// set stays in the outbox and keeps its temporary ids; the server's change set is
+/// still applied as committed (the pending one is replayed on top), and sending
+/// the pending one settles it: a retry is acknowledged again, an impostor is
+/// refused as `seq_reused` and renumbered.
+///
 /// A corrective set with `"resync": true` carries no records (the repair was too
 /// large to send): the rejected change set still leaves the outbox and is
 /// reported, and the store is marked as needing a snapshot, which the caller
@@ -42,8 +52,10 @@ public struct ResponseApplier: Sendable {
         self.schema = schema
     }
 
-    public func apply(_ response: SyncResponse, to store: any RecordStore) throws -> SyncOutcome {
-        var session = try Session(schema: schema, store: store)
+    /// - Parameter sent: the `seq`s of the change sets the request carried (none for a
+    ///   long-poll or a catch-up without change sets).
+    public func apply(_ response: SyncResponse, to store: any RecordStore, sent: Set<Int64>) throws -> SyncOutcome {
+        var session = try Session(schema: schema, store: store, sent: sent)
         for changeSet in response.changeSets {
             if changeSet.conflict == true {
                 try session.applyCorrective(changeSet)
@@ -65,13 +77,16 @@ extension ResponseApplier {
         /// Everything up to here is already in the store (an earlier response or a snapshot).
         let seenUpTo: Int64
         var outbox: [ChangeSet]
+        /// The seqs the request carried: the only ones its answer can acknowledge.
+        let sent: Set<Int64>
         var rewrittenSeqs: Set<Int64> = []
         var removedSeqs: Set<Int64> = []
         var outcome = SyncOutcome()
 
-        init(schema: LocalSchema, store: any RecordStore) throws {
+        init(schema: LocalSchema, store: any RecordStore, sent: Set<Int64>) throws {
             self.schema = schema
             self.store = store
+            self.sent = sent
             self.editor = StoreEditor(store: store, schema: schema)
             self.meta = try store.meta()
             self.seenUpTo = meta.maxRevision
@@ -80,8 +95,10 @@ extension ResponseApplier {
 
         mutating func applyCommitted(_ changeSet: ChangeSet) throws {
             outcome.committedChangeSets += 1
+            // A pending change set this request did not carry shares the seq: not judged here (see the type's notes).
+            let unjudged = changeSet.seq.map { seq in !sent.contains(seq) && outbox.contains { $0.seq == seq } } ?? false
             noteOwnSeq(changeSet.seq)
-            try adoptMappings(from: changeSet)
+            try adoptMappings(from: changeSet, adopt: !unjudged)
             let revision = changeSet.revision ?? 0
             // An acknowledgement repeated after a re-bootstrap, or a duplicate: the
             // store already reflects it (and possibly later writes); only its id
@@ -95,7 +112,7 @@ extension ResponseApplier {
                     for id in changes.delete { try editor.remove(entity, id: id) }
                 }
             }
-            if let seq = changeSet.seq, removeFromOutbox(seq) != nil {
+            if !unjudged, let seq = changeSet.seq, removeFromOutbox(seq) != nil {
                 outcome.acknowledged.append(seq)
             }
         }
@@ -113,7 +130,7 @@ extension ResponseApplier {
                     ConflictNotification(seq: changeSet.seq, reason: reason, rejected: rejected, restored: [:], dropped: [:], resync: true))
                 return
             }
-            try adoptMappings(from: changeSet)
+            try adoptMappings(from: changeSet, adopt: true)
             var restored: [String: [DeviceRecord]] = [:]
             var dropped: [String: [Int64]] = [:]
             for entity in changeSet.types where schema.entityIfKnown(entity) != nil {
@@ -163,8 +180,10 @@ extension ResponseApplier {
         }
 
         /// Records `__oldId__` mappings: the temporary record goes, references to it
-        /// (stored and pending) now point at the permanent id.
-        private mutating func adoptMappings(from changeSet: ChangeSet) throws {
+        /// (stored and pending) now point at the permanent id. Without `adopt` (a change set
+        /// whose seq a pending one shares unjudged), only the counter moves past the ids:
+        /// the local records under them may be other records than the server's.
+        private mutating func adoptMappings(from changeSet: ChangeSet, adopt: Bool) throws {
             var found: [Int64: TemporaryIdMapping] = [:]
             for entity in changeSet.types {
                 guard let changes = changeSet.entities[entity] else { continue }
@@ -178,6 +197,7 @@ extension ResponseApplier {
                 // A temporary id this file never handed out: see noteOwnSeq.
                 meta.nextTemporaryId = lowest - 1
             }
+            guard adopt else { return }
             for (temporaryId, mapping) in found.sorted(by: { $0.key > $1.key }) {
                 if try store.temporaryIdMapping(temporaryId) != mapping {
                     try store.setTemporaryIdMapping(temporaryId, to: mapping)

@@ -61,7 +61,7 @@ extension SyncEngine {
         try checkOpen()
         var report = SyncReport()
         report.requests = 1
-        let outcome = try await applyAnswer(response, token: token, report: &report)
+        let outcome = try await applyAnswer(response, to: request, token: token, report: &report)
         if outcome.more { report.absorb(try await performRound()) }
         guard report.maxRevision > maxRevision || report.receivedChangeSets > 0 || report.bootstrapped else {
             return .nothingNew(held: elapsed >= min(wait, .seconds(1)))

@@ -226,7 +226,7 @@ extension SyncEngine {
                 continue
             }
 
-            let outcome = try await applyAnswer(response, token: token, report: &report)
+            let outcome = try await applyAnswer(response, to: request, token: token, report: &report)
             if outcome.more { continue }
             let pending = try await pendingSeqs()
             let sent = Set(request.changeSets.compactMap(\.seq))
@@ -244,8 +244,8 @@ extension SyncEngine {
 
     /// Applies an answer of `/sync` (`apply`), adds it to `report`, publishes its changes
     /// and conflicts, and loads a snapshot when a corrective set says `"resync": true`.
-    func applyAnswer(_ response: SyncResponse, token: String, report: inout SyncReport) async throws -> SyncOutcome {
-        let outcome = try await apply(response, token: token)
+    func applyAnswer(_ response: SyncResponse, to request: SyncRequest, token: String, report: inout SyncReport) async throws -> SyncOutcome {
+        let outcome = try await apply(response, to: request, token: token)
         report.acknowledged += outcome.acknowledged
         report.conflicts += outcome.conflicts
         report.receivedChangeSets += outcome.committedChangeSets
@@ -268,9 +268,9 @@ extension SyncEngine {
         return outcome
     }
 
-    /// Applies a response in one SQLite transaction, first installing a newer
-    /// schema if the response uses names the current one lacks.
-    func apply(_ response: SyncResponse, token: String) async throws -> SyncOutcome {
+    /// Applies the response to `request` in one SQLite transaction, first installing a
+    /// newer schema if the response uses names the current one lacks.
+    func apply(_ response: SyncResponse, to request: SyncRequest, token: String) async throws -> SyncOutcome {
         var layout = try requireLayout()
         if !layout.schema.unknownNames(in: response).isEmpty {
             layout = try await install(try await transport.schema(token: token))
@@ -279,7 +279,8 @@ extension SyncEngine {
         }
         return try await database.writer.write { [layout] db in
             let store = SQLiteRecordStore(db, layout: layout)
-            var outcome = try ResponseApplier(schema: layout.schema).apply(response, to: store)
+            let sent = Set(request.changeSets.compactMap(\.seq))
+            var outcome = try ResponseApplier(schema: layout.schema).apply(response, to: store, sent: sent)
             outcome.conflicts = try store.saveConflicts(outcome.conflicts)
             return outcome
         }

@@ -27,11 +27,23 @@ public struct ContentAudit: Sendable, Hashable {
     /// At or below the horizon: the entry was pruned, so the content cannot be compared.
     public var pruned = 0
     public var mismatches: [ContentMismatch] = []
+    /// Seqs a device took as acknowledged that no request of it carried to an answer
+    /// acknowledging them: nothing says the server holds what the device made under
+    /// them (a restored device's new edit taken for the lost copy's change set under its seq).
+    public var unsent: [ChangeSetRef] = []
 
-    public init(acknowledged: Int = 0, pruned: Int = 0, mismatches: [ContentMismatch] = []) {
+    public init(acknowledged: Int = 0, pruned: Int = 0, mismatches: [ContentMismatch] = [], unsent: [ChangeSetRef] = []) {
         self.acknowledged = acknowledged
         self.pruned = pruned
         self.mismatches = mismatches
+        self.unsent = unsent
+    }
+
+    /// Notes the seqs in `acknowledged` (what the devices took as acknowledged) that no
+    /// entry of `sent` (what their requests carried and the answers acknowledged) covers.
+    public mutating func checkSent(acknowledged: Set<ChangeSetRef>, sent: [AcknowledgedChangeSet]) {
+        let carried = Set(sent.map { ChangeSetRef(device: $0.device, seq: $0.seq) })
+        unsent = acknowledged.subtracting(carried).sorted()
     }
 
     /// Compares one acknowledgement with the entry read at its revision (nil: none there).

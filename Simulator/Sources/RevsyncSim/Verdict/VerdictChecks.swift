@@ -50,13 +50,15 @@ public enum VerdictChecks {
         return VerdictCheck(name: Name.lostChangeSets, passed: lost.isEmpty, detail: detail)
     }
 
-    /// The log entry at every acknowledged revision holds what the device sent under that seq.
+    /// The log entry at every acknowledged revision holds what the device sent under that
+    /// seq, and every seq a device took as acknowledged was sent and acknowledged as such.
     public static func acknowledgedContent(_ audit: ContentAudit) -> VerdictCheck {
         let compared = audit.acknowledged - audit.pruned
         var detail = "\(compared - audit.mismatches.count) of \(compared) acknowledged change sets hold what their device sent"
         if audit.pruned > 0 { detail += " (\(audit.pruned) pruned, not compared)" }
         if !audit.mismatches.isEmpty { detail += "; differ: " + list(audit.mismatches) }
-        return VerdictCheck(name: Name.acknowledgedContent, passed: audit.mismatches.isEmpty, detail: detail)
+        if !audit.unsent.isEmpty { detail += "; taken as acknowledged but never sent and acknowledged: " + list(audit.unsent) }
+        return VerdictCheck(name: Name.acknowledgedContent, passed: audit.mismatches.isEmpty && audit.unsent.isEmpty, detail: detail)
     }
 
     /// Nothing was committed for a revoked device since its revocation, and its token

@@ -29,14 +29,15 @@ public struct VerdictGatherer: Sendable {
     ///   - devices: the run's devices, open and no longer syncing.
     ///   - acknowledged: the (device, seq) pairs the devices saw acknowledged during the run.
     ///   - regressions: the maxRevision decreases the devices showed during the run.
-    ///   - acknowledgedContent: what the devices sent under each acknowledged seq, with the acknowledged revision.
+    ///   - acknowledgedContent: what the devices sent under each acknowledged seq, with the acknowledged revision;
+    ///     every pair in `acknowledged` must be among them. Nil: not recorded, so nothing of this is checked.
     ///   - revoked: the devices the run revoked: left out of the comparison with PostgreSQL
     ///     and of liveness (they cannot converge), checked for what their tokens got.
     ///   - excusedRejections: rejections a device cannot have received, besides those still
     ///     pending on a revoked device (the verdict finds those): a restore's abandoned change sets.
     public func checks(
         devices: [any VerdictDevice], acknowledged: Set<ChangeSetRef>, regressions: [RevisionRegression],
-        acknowledgedContent: [AcknowledgedChangeSet] = [], revoked: [RevokedDevice] = [], excusedRejections: Set<ChangeSetRef> = []
+        acknowledgedContent: [AcknowledgedChangeSet]? = nil, revoked: [RevokedDevice] = [], excusedRejections: Set<ChangeSetRef> = []
     ) async throws -> [VerdictCheck] {
         try await gather(
             devices: devices, acknowledged: acknowledged, regressions: regressions, acknowledgedContent: acknowledgedContent,
@@ -46,20 +47,22 @@ public struct VerdictGatherer: Sendable {
 
     public func gather(
         devices: [any VerdictDevice], acknowledged: Set<ChangeSetRef>, regressions: [RevisionRegression],
-        acknowledgedContent: [AcknowledgedChangeSet] = [], revoked: [RevokedDevice] = [], excusedRejections: Set<ChangeSetRef> = []
+        acknowledgedContent: [AcknowledgedChangeSet]? = nil, revoked: [RevokedDevice] = [], excusedRejections: Set<ChangeSetRef> = []
     ) async throws -> VerdictEvidence {
         let logger = self.logger
         let revokedIds = Set(revoked.map(\.device))
         return try await VerdictDatabase.withDatabase(url: databaseURL, logger: logger) { database in
-            let (schema, postgres, audit, content, revocations) = try await database.inSnapshot { connection in
+            let (schema, postgres, audit, contentRead, revocations) = try await database.inSnapshot { connection in
                 let schema = try await VerdictDatabase.schema(on: connection, logger: logger)
                 let digests = try await VerdictDatabase.digests(of: schema, on: connection, logger: logger)
                 let audit = try await VerdictDatabase.audit(on: connection, logger: logger)
                 let content = try await VerdictDatabase.contentAudit(
-                    of: acknowledgedContent, horizon: audit.horizon, schema: schema, on: connection, logger: logger)
+                    of: acknowledgedContent ?? [], horizon: audit.horizon, schema: schema, on: connection, logger: logger)
                 let revocations = try await VerdictDatabase.revocations(on: connection, logger: logger)
                 return (schema, digests, audit, content, revocations)
             }
+            var content = contentRead
+            if let acknowledgedContent { content.checkSent(acknowledged: acknowledged, sent: acknowledgedContent) }
             var mismatches: [DigestMismatch] = []
             var firstMismatch: (device: any VerdictDevice, entity: Entity)?
             var lagging: [DeviceLag] = []
