@@ -62,6 +62,7 @@ let package = Package(
                 "RevsyncRules",
                 "RevsyncGzip",
                 "RevsyncRedis",
+                "RevsyncSnapshotFile",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -89,6 +90,17 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The SQLite file a device keeps its records in, as the server builds it for devices to
+        // start from (`GET /snapshot` as application/vnd.sqlite3): tables, values, writing and checks.
+        .target(
+            name: "RevsyncSnapshotFile",
+            dependencies: [
+                "RevsyncWire",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The device side of the contract: SQLite store, outbox, sync loop, on the shared rules and gzip.
         .target(
             name: "RevsyncDevice",
@@ -96,6 +108,7 @@ let package = Package(
                 "RevsyncWire",
                 "RevsyncRules",
                 "RevsyncGzip",
+                "RevsyncSnapshotFile",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -127,6 +140,8 @@ let package = Package(
             dependencies: [
                 "RevsyncHarness",
                 "RevsyncGzip",
+                // The snapshot bench's devices (JSON against the SQLite file).
+                "RevsyncDevice",
                 "RevsyncServer",
                 "RevsyncRedis",
                 "RevsyncRules",
@@ -205,6 +220,10 @@ let package = Package(
         .testTarget(name: "RevsyncWireTests", dependencies: ["RevsyncWire"], swiftSettings: swiftSettings),
         .testTarget(name: "RevsyncRulesTests", dependencies: ["RevsyncRules"], swiftSettings: swiftSettings),
         .testTarget(name: "RevsyncGzipTests", dependencies: ["RevsyncGzip"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "RevsyncSnapshotFileTests",
+            dependencies: ["RevsyncSnapshotFile", "RevsyncWire", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: swiftSettings),
         // What tests of several targets share: throwaway databases, Redis servers, a live server.
         .target(
             name: "RevsyncTestSupport",
@@ -226,7 +245,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
-            name: "RevsyncDeviceTests", dependencies: ["RevsyncDevice", "RevsyncRules", "RevsyncGzip", "RevsyncTestSupport"],
+            name: "RevsyncDeviceTests", dependencies: ["RevsyncDevice", "RevsyncRules", "RevsyncGzip", "RevsyncSnapshotFile", "RevsyncTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RevsyncServerTests",
@@ -235,7 +254,9 @@ let package = Package(
                 "RevsyncGzip",
                 "RevsyncServer",
                 "RevsyncRedis",
+                "RevsyncSnapshotFile",
                 "RevsyncTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],

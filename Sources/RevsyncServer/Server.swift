@@ -29,6 +29,10 @@ public struct Server: Sendable {
     let commitFeed = CommitFeed.Status()
     /// Requests under way; waiting ones give their place up.
     let inFlight = BoundedCount()
+    /// The SQLite snapshot files `GET /snapshot` serves, and their rebuilds.
+    let snapshotFiles: SnapshotFiles
+    /// Where JSON snapshots are written before they are sent.
+    let snapshotSpool: SnapshotSpool
 
     /// Loads the schema and prepares the database client; nothing connects until the application runs.
     public init(settings: ServerSettings, logger: Logger, applyDelay: ApplyDelay? = nil) throws {
@@ -73,11 +77,31 @@ public struct Server: Sendable {
                 commitBatchSize: settings.commitBatchSize, commitBatchWait: settings.commitBatchWait,
                 longPoll: LongPoll(waiters: waiters, maxWait: settings.maxWait, inFlight: inFlight)),
             perDevice: DeviceRequestCount(limit: settings.maxRequestsPerDevice))
+        let ownDirectory = settings.snapshotDirectory == nil
+        let directory = settings.snapshotDirectory
+            ?? NSTemporaryDirectory() + "revsync-snapshots-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8).lowercased())"
+        let changeLog = self.changeLog
+        snapshotFiles = SnapshotFiles(
+            directory: directory, removeDirectoryAtEnd: ownDirectory, builder: SnapshotFileBuilder(database: database, schema: schema),
+            policy: .init(
+                rebuildRevisions: settings.snapshotRebuildRevisions, maxAge: settings.snapshotMaxAge,
+                retiredFor: settings.snapshotKeepReplaced),
+            head: { try await changeLog.state().head }, logger: logger)
+        // Per instance, even in a directory the instances share.
+        snapshotSpool = SnapshotSpool(
+            streamer: SnapshotStreamer(database: database, schema: schema),
+            directory: directory + "/spool-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8).lowercased())")
         var pruner = LogPruner(database: database, retention: settings.logRetention, interval: settings.pruneInterval)
         if let cache = self.cache {
             pruner.afterPrune = { await cache.reconcile() }
         }
         self.pruner = pruner
+    }
+
+    /// Builds the SQLite snapshot file now, whatever its age, and returns its revision once it
+    /// is served (tests and the bench; the server rebuilds it by itself as the head moves on).
+    public func rebuildSnapshotFile() async throws -> Int64 {
+        try await snapshotFiles.rebuild().revision
     }
 
     /// The routes: each controller decodes, authenticates once and calls its service.
@@ -94,7 +118,7 @@ public struct Server: Sendable {
             authenticator: authenticator, schema: schema, bodyReader: bodyReader,
             announce: { await cache?.publishDeviceChange() }
         ).addRoutes(to: router)
-        DatasetController(authenticator: authenticator, schema: schema, snapshots: SnapshotStreamer(database: database, schema: schema))
+        DatasetController(authenticator: authenticator, schema: schema, spool: snapshotSpool, files: snapshotFiles)
             .addRoutes(to: router)
         MonitoringController(database: database, metrics: metrics, metricsToken: settings.metricsToken).addRoutes(to: router)
         OpenAPIController().addRoutes(to: router)
@@ -105,7 +129,10 @@ public struct Server: Sendable {
     /// - Parameter migrate: run migrations before listening (tests of an unreachable database turn it off).
     public func buildApplication(migrate: Bool = true) -> some ApplicationProtocol {
         let cache = self.cache
-        var services: [any Service] = [postgres, pruner, DeviceChangeWatcher(devices: devices, feed: cache, logger: logger)]
+        var services: [any Service] = [
+            postgres, pruner, DeviceChangeWatcher(devices: devices, feed: cache, logger: logger),
+            SnapshotFilesService(files: snapshotFiles, spool: snapshotSpool),
+        ]
         if let redis, let cache {
             services += [RedisService(client: redis), CacheReconciler(cache: cache, interval: settings.cacheReconcileInterval)]
         }

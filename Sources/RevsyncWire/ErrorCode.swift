@@ -11,6 +11,8 @@ public enum ErrorCode: String, Sendable, Hashable, CaseIterable {
     case snapshotRequired = "snapshot_required"
     case tooLarge = "too_large"
     case unsupportedEncoding = "unsupported_encoding"
+    /// A `Range` of `GET /snapshot` past the end of the file.
+    case rangeNotSatisfiable = "range_not_satisfiable"
     case unavailable
     case `internal`
 
@@ -24,6 +26,7 @@ public enum ErrorCode: String, Sendable, Hashable, CaseIterable {
         case .snapshotRequired: 410
         case .tooLarge: 413
         case .unsupportedEncoding: 415
+        case .rangeNotSatisfiable: 416
         case .unavailable: 503
         case .internal: 500
         }

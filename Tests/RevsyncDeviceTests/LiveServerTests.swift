@@ -747,9 +747,10 @@ struct LiveServerTests {
             let b = try await devices.device("b", configuration: configuration)
             let loops = [Task { try await a.run() }, Task { try await b.run() }]
             defer { for loop in loops { loop.cancel() } }
+            // Bootstrapped from the server's file, then caught up (the file may be older than the seed).
             try await waitUntil {
-                let aReady = try await a.status().bootstrapped
-                let bReady = try await b.status().bootstrapped
+                let aReady = (try? await a.records("teams").isEmpty) == false
+                let bReady = (try? await b.records("teams").isEmpty) == false
                 return aReady && bReady
             }
 

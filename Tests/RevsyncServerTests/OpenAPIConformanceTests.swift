@@ -131,6 +131,16 @@ import Testing
             // What a new device reads first.
             c.expect(try await h.exchange(.get, "/snapshot", token: phone.token), 200)
             c.expect(try await h.exchange(.get, "/snapshot", token: phone.token, headers: gzipAccepted), 200)
+            // The SQLite file: whole, gzip, resumed, and a range past its end.
+            let sqlite: HTTPFields = [.accept: "application/vnd.sqlite3"]
+            let file = c.expect(try await h.exchange(.get, "/snapshot", token: phone.token, headers: sqlite), 200)
+            c.expect(try await h.exchange(.get, "/snapshot", token: phone.token, headers: [.accept: "application/vnd.sqlite3", .acceptEncoding: "gzip"]), 200)
+            let tag = try #require(file.headers["etag"])
+            c.expect(
+                try await h.exchange(.get, "/snapshot", token: phone.token, headers: [.accept: "application/vnd.sqlite3", .range: "bytes=10-", .ifRange: tag]), 206)
+            c.expect(
+                try await h.exchange(.get, "/snapshot", token: phone.token, headers: [.accept: "application/vnd.sqlite3", .range: "bytes=\(file.body.readableBytes)-"]),
+                416)
             c.expect(try await h.exchange(.get, "/snapshot"), 401)
             c.expect(try await h.exchange(.get, "/schema", token: phone.token), 200)
             c.expect(try await h.exchange(.get, "/schema", token: admin.token, headers: gzipAccepted), 200)

@@ -23,13 +23,20 @@ public enum SnapshotLoader {
                 }
             }
         }
+        try settle(store, at: snapshot.maxRevision, schema: schema)
+        return count
+    }
+
+    /// After a snapshot's records replaced the store's (JSON, or a SQLite file's
+    /// tables copied in): `maxRevision` becomes `revision`, a pending resync is done,
+    /// and the outbox is replayed on top.
+    public static func settle(_ store: any RecordStore, at revision: Int64, schema: LocalSchema) throws {
         var meta = try store.meta()
-        meta.maxRevision = snapshot.maxRevision
+        meta.maxRevision = revision
         meta.bootstrapped = true
         meta.needsResync = false
         try store.setMeta(meta)
         var editor = StoreEditor(store: store, schema: schema)
         try OutboxReplayer.replay(try store.outbox(), editor: &editor)
-        return count
     }
 }

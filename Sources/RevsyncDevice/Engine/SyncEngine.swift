@@ -20,6 +20,8 @@ import RevsyncWire
 /// anything. See docs/device.md.
 public actor SyncEngine {
     let database: DeviceDatabase
+    /// The SQLite file's path; nil for an in-memory database (which bootstraps from JSON).
+    let databasePath: String?
     let transport: any SyncTransport
     let configuration: SyncEngineConfiguration
     var logger: Logger { configuration.logger }
@@ -60,6 +62,7 @@ public actor SyncEngine {
         let database = try DeviceDatabase.open(path: databasePath)
         let info = try database.writer.read { try StoredRegistration.read($0) }
         self.database = database
+        self.databasePath = databasePath
         self.transport = transport
         self.configuration = configuration
         self.token = info.token

@@ -4,6 +4,10 @@ import Logging
 public struct SyncEngineConfiguration: Sendable {
     /// Backoff for timeouts, connection errors and 5xx.
     public var retry = RetryPolicy()
+    /// Bootstrap from the server's SQLite snapshot file (`GET /snapshot` as
+    /// `application/vnd.sqlite3`) when the engine has a file of its own and the server
+    /// offers one; false, or an in-memory engine, loads the JSON snapshot.
+    public var sqliteSnapshots = true
     /// How long `run()` lets the server hold a catch-up open when the device has nothing
     /// to send (a long-poll: `POST /sync` with no change sets and `"wait"`). The server
     /// answers as soon as something is committed after the device's revision, or with

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import RevsyncSnapshotFile
 import RevsyncWire
 
 /// The device's SQLite file: the bookkeeping tables (created by a migrator) and
@@ -57,22 +58,16 @@ struct DeviceDatabase: Sendable {
     /// Columns of attributes the schema dropped stay, unused.
     static func ensureTables(for schema: LocalSchema, in db: Database) throws {
         for entity in schema.entities {
-            let table = SQLiteLayout.quote(entity.name)
+            let table = SnapshotTable(name: entity.name, attributes: entity.attributes)
             if try !db.tableExists(entity.name) {
-                let columns = ["\"id\" INTEGER PRIMARY KEY NOT NULL", "\"revision\" INTEGER NOT NULL DEFAULT 0"]
-                    + entity.attributes.map { "\(SQLiteLayout.quote($0.name)) \(SQLiteLayout.columnType($0.type))" }
-                try db.execute(sql: "CREATE TABLE \(table) (\(columns.joined(separator: ", ")))")
+                try db.execute(sql: table.createSQL)
             } else {
                 let existing = Set(try db.columns(in: entity.name).map(\.name))
                 for attribute in entity.attributes where !existing.contains(attribute.name) {
-                    try db.execute(
-                        sql: "ALTER TABLE \(table) ADD COLUMN \(SQLiteLayout.quote(attribute.name)) \(SQLiteLayout.columnType(attribute.type))")
+                    try db.execute(sql: table.addColumnSQL(attribute))
                 }
             }
-            for attribute in entity.attributes where attribute.references != nil {
-                let index = SQLiteLayout.quote("revsync_\(entity.name)_\(attribute.name)")
-                try db.execute(sql: "CREATE INDEX IF NOT EXISTS \(index) ON \(table) (\(SQLiteLayout.quote(attribute.name)))")
-            }
+            for sql in table.indexSQL { try db.execute(sql: sql) }
         }
     }
 }

@@ -1,12 +1,8 @@
+import RevsyncSnapshotFile
 import RevsyncWire
 
-/// The SQL of the entity tables for one schema, built once.
-///
-/// One table per entity, named like it: `id INTEGER PRIMARY KEY`, `revision`,
-/// then one column per attribute (TEXT for strings and timestamps, INTEGER for
-/// integers and booleans, REAL for doubles). No NOT NULL or foreign keys: the
-/// local view may hold references to records that only the server still has to
-/// confirm or remove. Reference columns are indexed for cascades and id rewrites.
+/// The SQL of the entity tables for one schema, built once. The tables themselves
+/// are `SnapshotTable`'s, shared with the snapshot files the server builds.
 struct SQLiteLayout: Sendable {
     struct Table: Sendable {
         let name: String
@@ -43,14 +39,10 @@ struct SQLiteLayout: Sendable {
         return table
     }
 
-    /// Names are checked by `LocalSchema` (lowercase letters, digits, `_`), so quoting cannot be escaped.
-    static func quote(_ name: String) -> String { "\"\(name)\"" }
+    static func quote(_ name: String) -> String { SnapshotTable.quote(name) }
 
-    static func columnType(_ type: AttributeType) -> String {
-        switch type {
-        case .string, .timestamp: "TEXT"
-        case .integer, .boolean: "INTEGER"
-        case .double: "REAL"
-        }
+    /// The entity tables as `SnapshotTable` describes them (the same SQL as a snapshot file's).
+    var snapshotTables: [SnapshotTable] {
+        schema.entities.map { SnapshotTable(name: $0.name, attributes: $0.attributes) }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import RevsyncSnapshotFile
 import RevsyncRules
 import RevsyncWire
 

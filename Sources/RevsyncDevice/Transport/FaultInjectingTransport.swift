@@ -69,4 +69,8 @@ public actor FaultInjectingTransport: SyncTransport {
     public func device(token: String) async throws -> DeviceInfo {
         try await base.device(token: token)
     }
+
+    public func snapshotFile(token: String, to path: String, minimumRevision: Int64) async throws -> SnapshotFileDownload? {
+        try await base.snapshotFile(token: token, to: path, minimumRevision: minimumRevision)
+    }
 }

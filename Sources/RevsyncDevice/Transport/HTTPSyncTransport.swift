@@ -44,8 +44,8 @@ public final class HTTPSyncTransport: SyncTransport {
     }
 
     public let configuration: Configuration
-    private let client: HTTPClient
-    private let base: String
+    let client: HTTPClient
+    let base: String
 
     public init(configuration: Configuration) {
         self.configuration = configuration

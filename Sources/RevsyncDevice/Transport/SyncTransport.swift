@@ -18,6 +18,13 @@ public protocol SyncTransport: Sendable {
     /// `GET /devices/me`: what the server knows of the calling device, notably the
     /// highest `seq` it has handled and the lowest temporary id it has mapped.
     func device(token: String) async throws -> DeviceInfo
+    /// `GET /snapshot` as a SQLite file (`Accept: application/vnd.sqlite3`), downloaded
+    /// to `path`, resuming what an interrupted call left beside it, and checked against
+    /// the digest the server sent. Nil when the server does not offer one, or offers one
+    /// older than `minimumRevision` (the device's own revision: loading it would take the
+    /// device back in time): load `snapshot(token:)` instead. A failed download throws
+    /// (retryable errors keep what has arrived, for the next call to resume).
+    func snapshotFile(token: String, to path: String, minimumRevision: Int64) async throws -> SnapshotFileDownload?
 }
 
 extension SyncTransport {
@@ -26,6 +33,44 @@ extension SyncTransport {
     /// A transport that wraps another should forward the call instead.
     public func device(token: String) async throws -> DeviceInfo {
         throw SyncTransportError.rejected(status: 404, code: "not_found", message: "this transport does not implement GET /devices/me")
+    }
+}
+
+extension SyncTransport {
+    /// For transports without SQLite snapshots (the tests' in-memory server, say): the
+    /// engine loads the JSON snapshot. A transport that wraps another should forward the call.
+    public func snapshotFile(token: String, to path: String, minimumRevision: Int64) async throws -> SnapshotFileDownload? {
+        nil
+    }
+}
+
+/// A SQLite snapshot file downloaded whole and matching the server's digest.
+public struct SnapshotFileDownload: Sendable, Hashable {
+    public var path: String
+    /// The revision and schema version the server says the file is at.
+    public var revision: Int64
+    public var schemaVersion: Int
+    /// SHA-256 of the file, lowercase hex.
+    public var digest: String
+    /// The server's tag for the bytes as they were sent (the gzip copy's, when compressed).
+    public var etag: String
+    /// The file's size, and the bytes this call received (less when it resumed; gzip counts as sent).
+    public var bytes: Int
+    public var receivedBytes: Int
+    /// Whether this call continued an earlier, interrupted one.
+    public var resumed: Bool
+
+    public init(
+        path: String, revision: Int64, schemaVersion: Int, digest: String, etag: String, bytes: Int, receivedBytes: Int, resumed: Bool
+    ) {
+        self.path = path
+        self.revision = revision
+        self.schemaVersion = schemaVersion
+        self.digest = digest
+        self.etag = etag
+        self.bytes = bytes
+        self.receivedBytes = receivedBytes
+        self.resumed = resumed
     }
 }
 

@@ -50,6 +50,17 @@ public struct ServerSettings: Sendable {
     public var cacheMaxBytes = 512 * 1024 * 1024
     /// How often the cached head and horizon are checked against PostgreSQL.
     public var cacheReconcileInterval: Duration = .seconds(1)
+    /// Where SQLite snapshot files are built and kept. Nil: a directory of the instance's
+    /// own under the system's temporary directory, removed when the server stops.
+    /// Instances may share one (they then build one at a time and serve each other's files).
+    public var snapshotDirectory: String?
+    /// A snapshot file is rebuilt once the head is this many revisions past it…
+    public var snapshotRebuildRevisions: Int64 = 1000
+    /// …or once it is this old and the head has moved at all. The old file is served meanwhile.
+    public var snapshotMaxAge: Duration = .seconds(300)
+    /// How long a replaced snapshot file stays, so that a download resumed with `If-Range`
+    /// still finds it (one in progress holds the file open and needs nothing).
+    public var snapshotKeepReplaced: Duration = .seconds(600)
 
     public init() {}
 
@@ -132,6 +143,10 @@ public struct ServerSettings: Sendable {
         if let n = try integer("REVSYNC_CACHE_WINDOW") { settings.cacheWindow = Int64(max(1, n)) }
         if let n = try integer("REVSYNC_CACHE_MAX_BYTES") { settings.cacheMaxBytes = max(1024, n) }
         if let n = try integer("REVSYNC_CACHE_RECONCILE_MS") { settings.cacheReconcileInterval = .milliseconds(max(10, n)) }
+        if let directory = value("REVSYNC_SNAPSHOT_DIR") { settings.snapshotDirectory = directory }
+        if let n = try integer("REVSYNC_SNAPSHOT_REBUILD_REVISIONS") { settings.snapshotRebuildRevisions = Int64(max(1, n)) }
+        if let n = try integer("REVSYNC_SNAPSHOT_MAX_AGE_SECONDS") { settings.snapshotMaxAge = .seconds(max(1, n)) }
+        if let n = try integer("REVSYNC_SNAPSHOT_KEEP_REPLACED_SECONDS") { settings.snapshotKeepReplaced = .seconds(n) }
         return settings
     }
 

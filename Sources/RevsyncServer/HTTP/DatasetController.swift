@@ -1,13 +1,23 @@
+import Foundation
+import HTTPTypes
 import Hummingbird
 import NIOCore
 import RevsyncGzip
 import RevsyncRules
+import RevsyncWire
 
 /// `GET /schema` and `GET /snapshot`: what a new device needs before its first sync.
+///
+/// `GET /snapshot` answers with the SQLite snapshot file when the request accepts
+/// `application/vnd.sqlite3` (see `SnapshotFiles`), and with the JSON snapshot
+/// otherwise. Both are sent from files, so a slow client holds no database connection.
 struct DatasetController<Context: RequestContext>: Sendable {
+    static var sqliteType: String { "application/vnd.sqlite3" }
+
     let authenticator: Authenticator
     let schema: DatasetSchema
-    let snapshots: SnapshotStreamer
+    let spool: SnapshotSpool
+    let files: SnapshotFiles
 
     func addRoutes(to router: Router<Context>) {
         router.get("/schema") { request, _ in
@@ -18,26 +28,94 @@ struct DatasetController<Context: RequestContext>: Sendable {
             var context = context
             let device = try await authenticator.device(for: request)
             context.logger[metadataKey: "device.id"] = .string(device.publicId)
-            let gzip = Gzip.accepted(request.headers[.acceptEncoding])
-            var headers: HTTPFields = [.contentType: "application/json"]
-            if gzip {
-                headers[.contentEncoding] = "gzip"
-                headers[.vary] = "Accept-Encoding"
+            if Self.acceptsSQLite(request.headers[.accept]) {
+                return try await sqliteSnapshot(request, context: context)
             }
-            let snapshots = self.snapshots
-            let body = ResponseBody { writer in
-                if gzip {
-                    let stream = try GzipStream()
-                    try await snapshots.stream { chunk in
-                        for part in try stream.compress(chunk) { try await writer.write(part) }
-                    }
-                    for part in try stream.finish() { try await writer.write(part) }
-                } else {
-                    try await snapshots.stream { chunk in try await writer.write(chunk) }
-                }
-                try await writer.finish(nil)
-            }
-            return Response(status: .ok, headers: headers, body: body)
+            return try await jsonSnapshot(request, context: context)
         }
     }
+
+    /// Whether an `Accept` header names the SQLite snapshot (with a quality above 0).
+    static func acceptsSQLite(_ accept: String?) -> Bool {
+        guard let accept else { return false }
+        return accept.split(separator: ",").contains { item in
+            let parts = item.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            guard parts.first == sqliteType else { return false }
+            let quality = parts.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) } ?? 1
+            return quality > 0
+        }
+    }
+
+    private func jsonSnapshot(_ request: Request, context: Context) async throws -> Response {
+        let gzip = Gzip.accepted(request.headers[.acceptEncoding])
+        var headers: HTTPFields = [.contentType: "application/json"]
+        if gzip {
+            headers[.contentEncoding] = "gzip"
+            headers[.vary] = "Accept, Accept-Encoding"
+        }
+        let spooled: (path: String, size: Int)
+        do {
+            spooled = try await spool.write(gzip: gzip)
+        } catch let error as StoreError {
+            throw SyncError(error)
+        }
+        let file = try await FileIO().loadFile(path: spooled.path, context: context)
+        let path = spooled.path
+        let body = ResponseBody(contentLength: spooled.size) { writer in
+            defer { try? FileManager.default.removeItem(atPath: path) }
+            let file = file
+            try await file.write(writer)
+        }
+        return Response(status: .ok, headers: headers, body: body)
+    }
+
+    private func sqliteSnapshot(_ request: Request, context: Context) async throws -> Response {
+        let file: SnapshotFileCatalog.File
+        do {
+            file = try await files.file()
+        } catch let error as StoreError {
+            throw SyncError(error)
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            throw SyncError.unavailable("the snapshot file could not be built: \(error)")
+        }
+        let gzip = Gzip.accepted(request.headers[.acceptEncoding]) && file.gzipSize != nil
+        let (path, size, etag) = gzip ? (file.gzipPath, file.gzipSize ?? 0, file.gzipETag) : (file.path, file.size, file.etag)
+        var headers: HTTPFields = [
+            .contentType: Self.sqliteType, .eTag: etag, .acceptRanges: "bytes", .vary: "Accept, Accept-Encoding",
+            .cacheControl: "no-cache",
+        ]
+        headers[SnapshotHeaders.revision] = String(file.revision)
+        headers[SnapshotHeaders.schemaVersion] = String(file.schemaVersion)
+        headers[SnapshotHeaders.digest] = file.digest
+        if gzip { headers[.contentEncoding] = "gzip" }
+
+        // A resumed download names the bytes it has; If-Range makes sure they are this file's.
+        var range = ByteRange.parse(request.headers[.range], size: size)
+        if let ifRange = request.headers[.ifRange], ifRange != etag { range = .whole }
+        switch range {
+        case .whole:
+            return Response(status: .ok, headers: headers, body: try await FileIO().loadFile(path: path, context: context))
+        case .part(let bytes):
+            headers[.contentRange] = "bytes \(bytes.lowerBound)-\(bytes.upperBound)/\(size)"
+            return Response(
+                status: .partialContent, headers: headers, body: try await FileIO().loadFile(path: path, range: bytes, context: context))
+        case .unsatisfiable:
+            let error = SyncError(.rangeNotSatisfiable, "the snapshot file has \(size) bytes; the range asked for starts past them")
+            var response = try error.response(from: request, context: context)
+            response.headers[.contentRange] = "bytes */\(size)"
+            return response
+        }
+    }
+}
+
+/// The headers that describe a SQLite snapshot file.
+enum SnapshotHeaders {
+    /// The revision the file's records are at.
+    static let revision = HTTPField.Name("Revsync-Snapshot-Revision")!
+    /// The schema version the file's tables follow.
+    static let schemaVersion = HTTPField.Name("Revsync-Snapshot-Schema-Version")!
+    /// SHA-256 of the SQLite file (after inflating a gzip answer), lowercase hex.
+    static let digest = HTTPField.Name("Revsync-Snapshot-SHA256")!
 }

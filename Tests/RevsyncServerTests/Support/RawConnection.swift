@@ -9,9 +9,14 @@ import Glibc
 final class RawConnection {
     private let socketFD: Int32
 
-    init(port: Int) throws {
+    /// - Parameter receiveBuffer: a small kernel receive buffer makes a reader that does not
+    ///   read hold the server up after that many bytes, not after megabytes.
+    init(port: Int, receiveBuffer: Int? = nil) throws {
         socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socketFD >= 0 else { throw TestSetupError("socket() failed") }
+        if var size = receiveBuffer.map(Int32.init) {
+            setsockopt(socketFD, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -34,6 +39,25 @@ final class RawConnection {
     /// Closes the sending side (FIN), as a client does that goes away in the middle of a request.
     func stopSending() {
         shutdown(socketFD, Int32(SHUT_WR))
+    }
+
+    /// Reads bytes until `done` says so of everything read, the server closes the connection,
+    /// or `timeout` passes; polls like `readUntilClosed`.
+    func readBytes(timeout: Duration, until done: ([UInt8]) -> Bool) async -> [UInt8] {
+        var received: [UInt8] = []
+        let deadline = ContinuousClock.now + timeout
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while ContinuousClock.now < deadline, !done(received) {
+            var descriptor = pollfd(fd: socketFD, events: Int16(POLLIN), revents: 0)
+            guard poll(&descriptor, 1, 0) > 0 else {
+                try? await Task.sleep(for: .milliseconds(5))
+                continue
+            }
+            let count = recv(socketFD, &buffer, buffer.count, 0)
+            if count <= 0 { break }
+            received += buffer[0..<count]
+        }
+        return received
     }
 
     /// Reads until the server closes the connection, `marker` arrives, or `timeout` passes; returns

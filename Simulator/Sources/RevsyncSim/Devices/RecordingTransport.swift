@@ -39,4 +39,8 @@ struct RecordingTransport: SyncTransport {
     func device(token: String) async throws -> DeviceInfo {
         try await base.device(token: token)
     }
+
+    func snapshotFile(token: String, to path: String, minimumRevision: Int64) async throws -> SnapshotFileDownload? {
+        try await base.snapshotFile(token: token, to: path, minimumRevision: minimumRevision)
+    }
 }

@@ -2,8 +2,9 @@ import GRDB
 import RevsyncWire
 
 extension JSONValue {
-    /// The value as SQLite stores it (booleans as 0 and 1).
-    var databaseValue: DatabaseValue {
+    /// The value as SQLite stores it (booleans as 0 and 1): the device's records and the
+    /// server's snapshot files alike.
+    public var databaseValue: DatabaseValue {
         switch self {
         case .null, .unsupported: .null
         case .bool(let flag): (flag ? Int64(1) : Int64(0)).databaseValue
@@ -14,7 +15,7 @@ extension JSONValue {
     }
 
     /// A stored value read back as the attribute's type.
-    init(_ value: DatabaseValue, as type: AttributeType) {
+    public init(_ value: DatabaseValue, as type: AttributeType) {
         switch (value.storage, type) {
         case (.null, _): self = .null
         case (.int64(let number), .boolean): self = .bool(number != 0)

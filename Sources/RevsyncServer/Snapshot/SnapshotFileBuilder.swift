@@ -1,0 +1,62 @@
+import Logging
+import PostgresNIO
+import RevsyncRules
+import RevsyncSnapshotFile
+import RevsyncWire
+
+/// Reads the dataset from PostgreSQL into a snapshot file (`RevsyncSnapshotFile`).
+///
+/// One REPEATABLE READ transaction, so every table is read at one instant and the
+/// head read in it is exactly the revision of that state. Rows stream from a cursor
+/// into the file in batches, so the server's memory stays flat whatever the size.
+/// Instances build one at a time: the transaction first takes a PostgreSQL advisory
+/// lock, and an instance that waited for another may find, through `existing`, the
+/// file that one built (a directory shared by the instances) and skip its own build.
+struct SnapshotFileBuilder: Sendable {
+    let database: Database
+    let schema: DatasetSchema
+    /// Rows handed to SQLite at once.
+    var batchSize = 2_000
+
+    /// The advisory lock's key: one build at a time per database, whatever the instance.
+    static let lockKey: Int64 = 0x7265_7673_6E61_7031  // "revsnap1"
+
+    enum Outcome: Sendable {
+        case built(SnapshotFileMeta)
+        /// Another instance built a file at or past the head this build would have read.
+        case found(SnapshotFileCatalog.File)
+    }
+
+    var tables: [SnapshotTable] { schema.entities.map { SnapshotTable(name: $0.name, attributes: $0.attributes) } }
+
+    /// Writes the file at `path` (which must not exist), unless `existing(head)` finds one.
+    func build(at path: String, existing: @Sendable (Int64) -> SnapshotFileCatalog.File?) async throws -> Outcome {
+        let logger = database.logger
+        let schema = self.schema, batchSize = self.batchSize, tables = self.tables
+        return try await database.streamingTransaction("REPEATABLE READ READ ONLY") { connection in
+            try await connection.run("SELECT pg_advisory_xact_lock(\(Self.lockKey))", logger)
+            let headRows = try await connection.rows("SELECT head FROM revsync_head", logger)
+            let head = try headRows.first?.decode(Int64.self) ?? 0
+            if let file = existing(head) { return .found(file) }
+            let writer = try SnapshotFileWriter(path: path, tables: tables)
+            for entity in schema.entities {
+                let columns = RecordColumns(entity)
+                let names = entity.attributes.map(\.name)
+                var batch: [SnapshotRow] = []
+                batch.reserveCapacity(batchSize)
+                let rows = try await connection.query(
+                    "SELECT \(unescaped: columns.selectList) FROM \(unescaped: columns.table) AS t", logger: logger)
+                for try await row in rows {
+                    let record = try columns.decode(row)
+                    batch.append(SnapshotRow(id: record.id, revision: record.revision, values: names.map { record.values[$0] ?? .null }))
+                    if batch.count >= batchSize {
+                        try await writer.append(batch, to: entity.name)
+                        batch.removeAll(keepingCapacity: true)
+                    }
+                }
+                if !batch.isEmpty { try await writer.append(batch, to: entity.name) }
+            }
+            return .built(try await writer.finish(revision: head, schemaVersion: schema.version))
+        }
+    }
+}

@@ -1,0 +1,122 @@
+import Foundation
+import NIOCore
+import RevsyncGzip
+import RevsyncSnapshotFile
+
+/// The snapshot files of one directory, named after what they hold:
+/// `snapshot-r<revision>-v<schema version>-<sha-256>.sqlite`, and beside it the same
+/// bytes gzip-compressed (`….sqlite.gz`). A file is written under a scratch name and
+/// renamed into place whole, the gzip copy first, so a name found is a complete file,
+/// whichever instance wrote it.
+struct SnapshotFileCatalog: Sendable {
+    /// A published snapshot file.
+    struct File: Sendable, Hashable {
+        let directory: String
+        let revision: Int64
+        let schemaVersion: Int
+        /// SHA-256 of the SQLite file (not of its gzip copy), lowercase hex.
+        let digest: String
+        let size: Int
+        let gzipSize: Int?
+
+        var name: String { "snapshot-r\(revision)-v\(schemaVersion)-\(digest).sqlite" }
+        var path: String { directory + "/" + name }
+        var gzipPath: String { path + ".gz" }
+        /// One tag per file and encoding: a range request resumes only the bytes it started on.
+        var etag: String { "\"r\(revision)-\(digest.prefix(16))\"" }
+        var gzipETag: String { "\"r\(revision)-\(digest.prefix(16))-gzip\"" }
+    }
+
+    let directory: String
+
+    /// The parts of a published file's name; nil for any other name.
+    static func parse(_ name: String) -> (revision: Int64, schemaVersion: Int, digest: String)? {
+        guard name.hasPrefix("snapshot-r"), name.hasSuffix(".sqlite") else { return nil }
+        let parts = name.dropFirst("snapshot-r".count).dropLast(".sqlite".count).split(separator: "-")
+        guard parts.count == 3, let revision = Int64(parts[0]), parts[1].hasPrefix("v"), let version = Int(parts[1].dropFirst()),
+            parts[2].count == 64, parts[2].allSatisfy({ $0.isHexDigit && !$0.isUppercase })
+        else { return nil }
+        return (revision, version, String(parts[2]))
+    }
+
+    /// The newest complete file for `schemaVersion`, if any.
+    func newest(schemaVersion: Int) -> File? {
+        files(schemaVersion: schemaVersion).max { $0.revision < $1.revision }
+    }
+
+    func files(schemaVersion: Int) -> [File] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return names.compactMap { name -> File? in
+            guard let parts = Self.parse(name), parts.schemaVersion == schemaVersion else { return nil }
+            return file(revision: parts.revision, schemaVersion: parts.schemaVersion, digest: parts.digest)
+        }
+    }
+
+    private func file(revision: Int64, schemaVersion: Int, digest: String) -> File? {
+        let probe = File(directory: directory, revision: revision, schemaVersion: schemaVersion, digest: digest, size: 0, gzipSize: nil)
+        guard let size = Self.size(of: probe.path) else { return nil }
+        return File(
+            directory: directory, revision: revision, schemaVersion: schemaVersion, digest: digest, size: size,
+            gzipSize: Self.size(of: probe.gzipPath))
+    }
+
+    /// A scratch path in the directory for a file being built.
+    func scratchPath() -> String {
+        directory + "/building-\(UUID().uuidString.lowercased()).sqlite"
+    }
+
+    /// Digests and compresses the finished file at `scratch` and renames both into place.
+    func publish(scratch: String, revision: Int64, schemaVersion: Int) throws -> File {
+        let digest = try FileDigest.sha256(ofFileAt: scratch)
+        let scratchGzip = scratch + ".gz"
+        defer { try? FileManager.default.removeItem(atPath: scratchGzip) }
+        try Self.compress(scratch, to: scratchGzip)
+        let probe = File(directory: directory, revision: revision, schemaVersion: schemaVersion, digest: digest, size: 0, gzipSize: nil)
+        try Self.rename(scratchGzip, to: probe.gzipPath)
+        try Self.rename(scratch, to: probe.path)
+        guard let file = file(revision: revision, schemaVersion: schemaVersion, digest: digest) else {
+            throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: probe.path])
+        }
+        return file
+    }
+
+    /// Removes a file and its gzip copy.
+    func remove(_ file: File) {
+        try? FileManager.default.removeItem(atPath: file.path)
+        try? FileManager.default.removeItem(atPath: file.gzipPath)
+    }
+
+    /// Removes scratch files left by a build that did not finish (a crash, say).
+    func removeScratch() {
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where name.hasPrefix("building-") {
+            try? FileManager.default.removeItem(atPath: directory + "/" + name)
+        }
+    }
+
+    static func size(of path: String) -> Int? {
+        (try? FileManager.default.attributesOfItem(atPath: path))?[.size].flatMap { ($0 as? NSNumber)?.intValue }
+    }
+
+    /// `rename(2)`: atomic within the directory, and replaces a file another instance published under the same name.
+    static func rename(_ from: String, to: String) throws {
+        guard Foundation.rename(from, to) == 0 else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: to, NSLocalizedDescriptionKey: String(cString: strerror(errno))])
+        }
+    }
+
+    /// One gzip member of the file, written 1 MiB at a time.
+    static func compress(_ source: String, to target: String) throws {
+        guard FileManager.default.createFile(atPath: target, contents: nil), let output = FileHandle(forWritingAtPath: target),
+            let input = FileHandle(forReadingAtPath: source)
+        else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: target]) }
+        defer {
+            try? input.close()
+            try? output.close()
+        }
+        let stream = try GzipStream()
+        while let chunk = try input.read(upToCount: 1 << 20), !chunk.isEmpty {
+            for part in try stream.compress(ByteBuffer(bytes: chunk)) { try output.write(contentsOf: Data(part.readableBytesView)) }
+        }
+        for part in try stream.finish() { try output.write(contentsOf: Data(part.readableBytesView)) }
+    }
+}

@@ -1,0 +1,48 @@
+import Foundation
+import NIOCore
+import RevsyncGzip
+
+/// The JSON snapshot, written to a scratch file before it is sent: PostgreSQL is read
+/// at its own pace and its connection goes back to the pool at once, however slowly
+/// the client then downloads (streaming straight from the cursor held a pooled
+/// connection for as long as the client took, and twenty slow clients starved `/sync`).
+struct SnapshotSpool: Sendable {
+    let streamer: SnapshotStreamer
+    let directory: String
+
+    /// Writes the snapshot (gzip-compressed, or not) and returns the file's path and size;
+    /// the caller removes the file once it is sent.
+    func write(gzip: Bool) async throws -> (path: String, size: Int) {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let path = directory + "/snapshot-\(UUID().uuidString.lowercased())" + (gzip ? ".json.gz" : ".json")
+        guard FileManager.default.createFile(atPath: path, contents: nil), let output = FileHandle(forWritingAtPath: path) else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path])
+        }
+        var size = 0
+        do {
+            defer { try? output.close() }
+            func emit(_ buffer: ByteBuffer) throws {
+                size += buffer.readableBytes
+                try output.write(contentsOf: Data(buffer.readableBytesView))
+            }
+            if gzip {
+                let stream = try GzipStream()
+                try await streamer.stream { chunk in
+                    for part in try stream.compress(chunk) { try emit(part) }
+                }
+                for part in try stream.finish() { try emit(part) }
+            } else {
+                try await streamer.stream { chunk in try emit(chunk) }
+            }
+        } catch {
+            try? FileManager.default.removeItem(atPath: path)
+            throw error
+        }
+        return (path, size)
+    }
+
+    /// Removes files of spools whose responses never ran (the server stopped mid-way).
+    func removeLeftovers() {
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}

@@ -1,0 +1,263 @@
+import Crypto
+import Foundation
+import GRDB
+import Hummingbird
+import NIOCore
+import PostgresNIO
+import RevsyncGzip
+import RevsyncRules
+import RevsyncSnapshotFile
+import RevsyncTestSupport
+import RevsyncWire
+import Testing
+@testable import RevsyncServer
+
+/// `GET /snapshot` as a SQLite file: what it holds, how it is sent, and what it spares PostgreSQL.
+@Suite(.timeLimit(.minutes(3))) struct SnapshotFileTests {
+    static let sqlite: HTTPFields = [.accept: "application/vnd.sqlite3"]
+
+    /// The file's bytes and headers, fetched as a device does (without gzip unless asked).
+    static func fetch(_ harness: TestHarness, _ device: TestDevice, headers extra: HTTPFields = [:]) async throws -> (HTTPResponse.Status, HTTPFields, ByteBuffer) {
+        var headers = sqlite
+        headers[.authorization] = "Bearer \(device.token)"
+        for field in extra { headers[field.name] = field.value }
+        return try await harness.client.execute(uri: "/snapshot", method: .get, headers: headers, body: nil) { ($0.status, $0.headers, $0.body) }
+    }
+
+    static func sha256(_ bytes: ByteBuffer) -> String { FileDigest.hex(SHA256.hash(data: Data(bytes.readableBytesView))) }
+
+    static func save(_ bytes: ByteBuffer) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("snapshot-test-\(UUID().uuidString).sqlite").path
+        guard FileManager.default.createFile(atPath: path, contents: Data(bytes.readableBytesView)) else { throw TestSetupError("cannot write \(path)") }
+        return path
+    }
+
+    /// Every record of `entity` in PostgreSQL, read as the snapshot reads them.
+    static func postgresRecords(_ harness: TestHarness, _ entity: Entity) async throws -> [Int64: StoredRecord] {
+        let columns = RecordColumns(entity)
+        let rows = try await harness.rows(PostgresQuery(unsafeSQL: "SELECT \(columns.selectList) FROM \(columns.table) AS t"))
+        return Dictionary(uniqueKeysWithValues: try rows.map { row in let record = try columns.decode(row); return (record.id, record) })
+    }
+
+    /// Every record of `entity` in the file, read back as a device reads its own.
+    static func fileRecords(_ queue: DatabaseQueue, _ entity: Entity) async throws -> [Int64: StoredRecord] {
+        try await queue.read { db in
+            var records: [Int64: StoredRecord] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT * FROM \"\(entity.name)\"") {
+                var values: Attributes = [:]
+                for attribute in entity.attributes { values[attribute.name] = JSONValue(row[attribute.name] as DatabaseValue, as: attribute.type) }
+                let id: Int64 = row["id"]
+                records[id] = StoredRecord(id: id, revision: row["revision"], values: values)
+            }
+            return records
+        }
+    }
+
+    @Test func theFileEqualsTheDatasetAtItsRevision() async throws {
+        try await withTestServer { harness in
+            let admin = try await harness.register("admin", name: "admin")
+            let basics = try await harness.seedBasics(admin)
+            _ = try await harness.seedBasics(admin, seq: 2)
+            let head = try await harness.head()
+            _ = try await harness.sync(admin, from: head, [
+                changeSet(seq: 3, ("notes", EntityChanges(create: [-1], attributes: [-1: ["author_id": .integer(basics.user), "body": "fast\u{1F3C3} \"quoted\"", "pinned": true]]))),
+                changeSet(seq: 4, ("users", EntityChanges(update: [basics.user], attributes: [basics.user: ["revision": .integer(basics.revision), "date_of_birth": "2001-02-03T04:05:06.789+02:00"]]))),
+            ])
+            // Volume, written straight into the table (the file reads tables, not the log).
+            _ = try await harness.rows(PostgresQuery(unsafeSQL: """
+                INSERT INTO notes (revision, rs_writer, body, pinned) SELECT 1, 0, 'note ' || g, g % 2 = 0 FROM generate_series(1, 3000) AS g
+                """))
+            let expectedHead = try await harness.head()
+
+            let (status, headers, body) = try await Self.fetch(harness, admin)
+            #expect(status == .ok)
+            #expect(headers[.contentType] == "application/vnd.sqlite3")
+            #expect(headers[.contentEncoding] == nil)
+            #expect(headers[SnapshotHeaders.revision] == String(expectedHead))
+            #expect(headers[SnapshotHeaders.schemaVersion] == String(harness.server.schema.version))
+            #expect(headers[SnapshotHeaders.digest] == Self.sha256(body))
+            #expect(headers[.acceptRanges] == "bytes")
+            #expect(headers[.contentLength] == String(body.readableBytes))
+
+            let path = try Self.save(body)
+            defer { try? FileManager.default.removeItem(atPath: path) }
+            let tables = harness.server.schema.entities.map { SnapshotTable(name: $0.name, attributes: $0.attributes) }
+            let meta = try SnapshotFileCheck.check(path: path, tables: tables, schemaVersion: harness.server.schema.version)
+            #expect(meta.revision == expectedHead)
+            let queue = try DatabaseQueue(path: path)
+            var compared = 0
+            for entity in harness.server.schema.entities {
+                let inPostgres = try await Self.postgresRecords(harness, entity)
+                let inFile = try await Self.fileRecords(queue, entity)
+                #expect(inFile == inPostgres, "\(entity.name) differs")
+                compared += inPostgres.count
+            }
+            try queue.close()
+            #expect(compared > 3000)
+
+            // The gzip copy inflates to the same bytes.
+            let (_, zipped, gzipBody) = try await Self.fetch(harness, admin, headers: [.acceptEncoding: "gzip"])
+            #expect(zipped[.contentEncoding] == "gzip")
+            #expect(zipped[.eTag] != headers[.eTag])
+            #expect(gzipBody.readableBytes < body.readableBytes)
+            #expect(try Gzip.inflate(gzipBody, maxSize: 1 << 30) == body)
+        }
+    }
+
+    @Test func aRangeRequestResumesOnlyTheSameFile() async throws {
+        try await withTestServer { harness in
+            let admin = try await harness.register("admin", name: "admin")
+            _ = try await harness.seedBasics(admin)
+            let (_, headers, whole) = try await Self.fetch(harness, admin)
+            let etag = try #require(headers[.eTag])
+            let size = whole.readableBytes
+
+            let (partStatus, partHeaders, rest) = try await Self.fetch(harness, admin, headers: [.range: "bytes=1000-", .ifRange: etag])
+            #expect(partStatus == .partialContent)
+            #expect(partHeaders[.contentRange] == "bytes 1000-\(size - 1)/\(size)")
+            #expect(rest == whole.getSlice(at: 1000, length: size - 1000))
+
+            // A tag of another file: the whole of this one.
+            let (otherStatus, _, again) = try await Self.fetch(harness, admin, headers: [.range: "bytes=1000-", .ifRange: "\"r0-0000000000000000\""])
+            #expect(otherStatus == .ok && again == whole)
+
+            let (pastStatus, pastHeaders, pastBody) = try await Self.fetch(harness, admin, headers: [.range: "bytes=\(size)-"])
+            #expect(pastStatus == .rangeNotSatisfiable)
+            #expect(pastHeaders[.contentRange] == "bytes */\(size)")
+            #expect(try harness.error(pastBody).error == "range_not_satisfiable")
+
+            // The gzip copy has its own tag and its own byte ranges.
+            let (_, gzipHeaders, gzipWhole) = try await Self.fetch(harness, admin, headers: [.acceptEncoding: "gzip"])
+            let gzipTag = try #require(gzipHeaders[.eTag])
+            let (gzipStatus, _, gzipRest) = try await Self.fetch(
+                harness, admin, headers: [.acceptEncoding: "gzip", .range: "bytes=100-", .ifRange: gzipTag])
+            #expect(gzipStatus == .partialContent)
+            var joined = gzipWhole.getSlice(at: 0, length: 100)!
+            joined.writeImmutableBuffer(gzipRest)
+            #expect(try Gzip.inflate(joined, maxSize: 1 << 30) == whole)
+        }
+    }
+
+    @Test func requestsShareOneBuildAndTheOldFileIsServedWhileTheNextIsBuilt() async throws {
+        try await withTestServer(configure: { $0.snapshotRebuildRevisions = 2 }) { harness in
+            let admin = try await harness.register("admin", name: "admin")
+            _ = try await harness.seedBasics(admin)
+            let first = try await harness.head()
+            let revisions = try await withThrowingTaskGroup(of: String?.self) { group in
+                for _ in 0..<6 { group.addTask { try await Self.fetch(harness, admin).1[SnapshotHeaders.revision] } }
+                return try await group.reduce(into: [String?]()) { $0.append($1) }
+            }
+            #expect(Set(revisions) == [String(first)])
+            #expect(await harness.server.snapshotFiles.builds == 1)
+
+            // One revision on: still fresh enough.
+            _ = try await harness.seedBasics(admin, seq: 2)
+            try await Task.sleep(for: .milliseconds(1100))  // past the head check's interval
+            #expect(try await Self.fetch(harness, admin).1[SnapshotHeaders.revision] == String(first))
+            #expect(await harness.server.snapshotFiles.builds == 1)
+            // Two on: this request starts a rebuild and gets the old file; a later one the new.
+            _ = try await harness.seedBasics(admin, seq: 3)
+            let head = try await harness.head()
+            try await Task.sleep(for: .milliseconds(1100))
+            #expect(try await Self.fetch(harness, admin).1[SnapshotHeaders.revision] == String(first))
+            try await LongPollTests.eventually("the rebuilt file served") {
+                try await Self.fetch(harness, admin).1[SnapshotHeaders.revision] == String(head)
+            }
+            #expect(await harness.server.snapshotFiles.builds == 2)
+        }
+    }
+}
+
+/// The snapshot files on a real socket: slow readers, and a rebuild under a download.
+@Suite(.timeLimit(.minutes(3))) struct SnapshotFileConnectionTests {
+    static func get(token: String, sqlite: Bool) -> String {
+        "GET /snapshot HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token)\r\n"
+            + (sqlite ? "Accept: application/vnd.sqlite3\r\n" : "") + "\r\n"
+    }
+
+    /// About 8 MB of JSON: more than a socket's buffers hold.
+    static func seedVolume(_ live: LiveServer) async throws {
+        let logger = live.server.database.logger
+        _ = try await live.server.postgres.withConnection { connection in
+            try await connection.query(
+                "INSERT INTO notes (revision, rs_writer, body, pinned) SELECT 1, 0, repeat('n', 380) || g, false FROM generate_series(1, 20000) AS g",
+                logger: logger)
+        }
+    }
+
+    static func headerEnd(_ bytes: [UInt8]) -> Int? {
+        let marker: [UInt8] = Array("\r\n\r\n".utf8)
+        guard bytes.count >= marker.count else { return nil }
+        for index in 0...(bytes.count - marker.count) where Array(bytes[index..<(index + marker.count)]) == marker { return index + marker.count }
+        return nil
+    }
+
+    static func header(_ name: String, in head: String) -> String? {
+        head.split(separator: "\r\n").first { $0.lowercased().hasPrefix(name.lowercased() + ":") }
+            .map { $0.dropFirst(name.count + 1).trimmingCharacters(in: .whitespaces) }
+    }
+
+    @Test func slowSnapshotReadersHoldNoDatabaseConnection() async throws {
+        try await withLiveServer(configure: { $0.databaseConnections = 4; $0.databaseTimeout = .seconds(5) }) { live in
+            try await Self.seedVolume(live)
+            let (_, token) = try await live.server.devices.register(name: "slow", user: "slow", role: "member")
+            let port = try #require(live.baseURL.port)
+            // Twenty downloads, JSON and SQLite, each read up to its status line and then left alone.
+            var readers: [RawConnection] = []
+            for index in 0..<20 {
+                let reader = try RawConnection(port: port, receiveBuffer: 4096)
+                reader.send(Self.get(token: token, sqlite: index % 2 == 1))
+                readers.append(reader)
+            }
+            for reader in readers {
+                let (text, _) = await reader.readUntilClosed(timeout: .seconds(60), orUntil: "HTTP/1.1 200")
+                #expect(text.hasPrefix("HTTP/1.1 200"))
+            }
+            // Every reader holds its answer; a write (a catch-up alone may need no database at all)
+            // still gets a connection.
+            let write = #"{"maxRevision":0,"changeSets":[{"seq":1,"types":["notes"],"notes":{"create":[-1],"update":[],"delete":[],"attributes":{"-1":{"body":"b","pinned":false}}}}]}"#
+            let sync = try RawConnection(port: port)
+            sync.send("POST /sync HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token)\r\nContent-Type: application/json\r\n"
+                + "Content-Length: \(write.utf8.count)\r\n\r\n" + write)
+            let (answer, _) = await sync.readUntilClosed(timeout: .seconds(30), orUntil: "\"maxRevision\"")
+            #expect(answer.hasPrefix("HTTP/1.1 200"), "\(answer.prefix(300))")
+            #expect(answer.contains("\"__oldId__\":-1"), "the note committed")
+            withExtendedLifetime(readers) {}
+        }
+    }
+
+    @Test func aRebuildWhileADownloadIsInProgressDoesNotBreakIt() async throws {
+        // Replaced files go at once: the download in progress must not need the name any more.
+        try await withLiveServer(configure: { $0.snapshotKeepReplaced = .zero }) { live in
+            try await Self.seedVolume(live)
+            let (_, token) = try await live.server.devices.register(name: "patient", user: "patient", role: "member")
+            let old = try await live.server.snapshotFiles.file()
+            let reader = try RawConnection(port: try #require(live.baseURL.port), receiveBuffer: 4096)
+            reader.send(Self.get(token: token, sqlite: true))
+            var bytes = await reader.readBytes(timeout: .seconds(30)) { Self.headerEnd($0) != nil }
+            let end = try #require(Self.headerEnd(bytes))
+            let head = String(decoding: bytes[..<end], as: UTF8.self)
+            let length = try #require(Self.header("Content-Length", in: head).flatMap { Int($0) })
+            let digest = try #require(Self.header("Revsync-Snapshot-SHA256", in: head))
+            #expect(digest == old.digest)
+            #expect(length > 1_000_000)
+
+            // One commit, then the rebuild.
+            let (_, adminToken) = try await live.server.devices.register(name: "admin", user: "admin", role: "admin")
+            let commit = #"{"maxRevision":0,"changeSets":[{"seq":1,"types":["leagues"],"leagues":{"create":[-1],"update":[],"delete":[],"attributes":{"-1":{"name":"New"}}}}]}"#
+            let writer = try RawConnection(port: try #require(live.baseURL.port))
+            writer.send("POST /sync HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(adminToken)\r\nContent-Type: application/json\r\n"
+                + "Content-Length: \(commit.utf8.count)\r\n\r\n" + commit)
+            let (committed, _) = await writer.readUntilClosed(timeout: .seconds(30), orUntil: "\"maxRevision\"")
+            #expect(committed.hasPrefix("HTTP/1.1 200"))
+            let new = try await live.server.snapshotFiles.rebuild()
+            #expect(new.digest != old.digest)
+            #expect(!FileManager.default.fileExists(atPath: old.path), "the replaced file is gone")
+
+            bytes += await reader.readBytes(timeout: .seconds(60)) { $0.count >= length - (bytes.count - end) }
+            let body = bytes[end...]
+            #expect(body.count == length)
+            #expect(FileDigest.hex(SHA256.hash(data: Data(body))) == digest, "the download finished with the file it started on")
+        }
+    }
+}
