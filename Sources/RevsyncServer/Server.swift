@@ -79,14 +79,25 @@ public struct Server: Sendable {
             perDevice: DeviceRequestCount(limit: settings.maxRequestsPerDevice))
         let ownDirectory = settings.snapshotDirectory == nil
         let directory = settings.snapshotDirectory
-            ?? NSTemporaryDirectory() + "revsync-snapshots-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8).lowercased())"
+            ?? NSTemporaryDirectory() + SnapshotFiles.ownDirectoryPrefix
+            + "\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8).lowercased())"
         let changeLog = self.changeLog
         snapshotFiles = SnapshotFiles(
             directory: directory, removeDirectoryAtEnd: ownDirectory, builder: SnapshotFileBuilder(database: database, schema: schema),
             policy: .init(
                 rebuildRevisions: settings.snapshotRebuildRevisions, maxAge: settings.snapshotMaxAge,
                 retiredFor: settings.snapshotKeepReplaced),
-            head: { try await changeLog.state().head }, logger: logger)
+            head: { try await changeLog.state().head },
+            instance: { [database] in
+                let logger = database.logger
+                return try await database.withConnection { connection in
+                    let rows = try await connection.query("SELECT instance::text FROM revsync_head", logger: logger).collect()
+                    guard let instance = try rows.first?.decode(String.self) else {
+                        throw StoreError.inconsistent("revsync_head has no row: the database is not migrated")
+                    }
+                    return instance
+                }
+            }, logger: logger)
         // Per instance, even in a directory the instances share.
         snapshotSpool = SnapshotSpool(
             streamer: SnapshotStreamer(database: database, schema: schema),

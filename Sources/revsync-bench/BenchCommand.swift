@@ -9,8 +9,10 @@ struct BenchCommand: AsyncParsableCommand {
         abstract: """
             Catch-up latency (Redis path, PostgreSQL only, raw floor), many catch-up clients at once (wrk), \
             and write throughput against its SQL-only floor, side by side in one run; or, with --push, \
-            live push by long-poll against release `revsync serve` processes.
-            """)
+            live push by long-poll against release `revsync serve` processes; or, with --snapshot, the JSON \
+            snapshot against the SQLite snapshot file (server build, sizes, a new device's bootstrap).
+            """,
+        subcommands: [BootstrapDeviceCommand.self])
 
     @Option(help: "Revisions in the log.") var revisions = 100_000
     @Option(help: "Approximate bytes of each change set.") var entryBytes = 1_000
@@ -23,7 +25,12 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "With --push: devices waiting in the write-to-visible parts.") var pushVisibleWaiters = 100
     @Option(help: "With --push: measured commits of each write-to-visible part.") var pushCommits = 200
     @Option(help: "With --push: seconds of each reading of the server's idle CPU.") var pushIdleSeconds = 10
-    @Option(help: "With --push: the `revsync` executable to run (default: the one beside revsync-bench).") var server: String?
+    @Flag(help: "Measure only GET /snapshot: the JSON snapshot against the SQLite snapshot file, on release `revsync serve` processes.")
+    var snapshot = false
+    @Option(parsing: .upToNextOption, help: "With --snapshot: the dataset sizes, in records, each on a fresh database and server.")
+    var snapshotSizes = [100_000, 1_000_000]
+    @Option(help: "With --snapshot: seconds any one step may take (the build, an answer, a device's bootstrap).") var snapshotStepSeconds = 600
+    @Option(help: "With --push or --snapshot: the `revsync` executable to run (default: the one beside revsync-bench).") var server: String?
     @Option(help: "Where to write the JSON report.") var output = "reports/bench.json"
     @Option(help: "PostgreSQL server URL (a database named revsync_bench is created there).")
     var databaseURL = ProcessInfo.processInfo.environment["REVSYNC_DATABASE_URL"] ?? "postgres://revsync@127.0.0.1:54329/revsync"
@@ -38,6 +45,11 @@ struct BenchCommand: AsyncParsableCommand {
             throw ValidationError("--push-visible-waiters must be 1 or more, and --push-waiters at least as many")
         }
         guard pushCommits >= 1, pushIdleSeconds >= 1 else { throw ValidationError("--push-commits and --push-idle-seconds must be 1 or more") }
+        guard !(snapshot && (push || writesOnly || catchUpOnly)) else {
+            throw ValidationError("--snapshot measures the snapshot only: leave out --push, --writes-only and --catch-up-only")
+        }
+        guard !snapshotSizes.isEmpty, snapshotSizes.allSatisfy({ $0 >= 100 }) else { throw ValidationError("--snapshot-sizes must each be 100 or more") }
+        guard snapshotStepSeconds >= 1 else { throw ValidationError("--snapshot-step-seconds must be 1 or more") }
     }
 
     func run() async throws {
@@ -48,6 +60,15 @@ struct BenchCommand: AsyncParsableCommand {
                 waiters: pushWaiters, visibleWaiters: pushVisibleWaiters, commits: pushCommits, idleSeconds: pushIdleSeconds,
                 server: server ?? Self.sibling("revsync"))
             let report = try await PushBench(databaseURL: databaseURL, redisURL: redisURL, options: options, logger: logger).run()
+            print(report.table())
+            try report.write(to: output)
+            print("JSON report: \(output)")
+            return
+        }
+        if snapshot {
+            let options = SnapshotBench.Options(
+                sizes: snapshotSizes, server: server ?? Self.sibling("revsync"), stepTimeout: .seconds(snapshotStepSeconds))
+            let report = try await SnapshotBench(serverURL: databaseURL, options: options, logger: logger).run()
             print(report.table())
             try report.write(to: output)
             print("JSON report: \(output)")

@@ -44,7 +44,7 @@ struct PushFigure: Codable {
 }
 
 /// `revsync-bench --push`: live push by long-poll (issue 12).
-struct PushReport: Codable {
+struct PushReport: Codable, ReportFile {
     let waiters: Int
     let registrationSeconds: Double
     let registrationConcurrency: Int

@@ -95,7 +95,7 @@ struct FloorRow: Codable {
     static func label(perCommit: Int) -> String { perCommit == 1 ? "serialized" : "batched k=\(perCommit)" }
 }
 
-struct BenchReport: Codable {
+struct BenchReport: Codable, ReportFile {
     let machine: String
     let date: String
     let revisions: Int64
@@ -226,11 +226,4 @@ struct BenchReport: Codable {
         return from == to ? from : "\(from)–\(to)"
     }
 
-    func write(to path: String) throws {
-        let url = URL(fileURLWithPath: path)
-        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        try encoder.encode(self).write(to: url)
-    }
 }

@@ -138,6 +138,27 @@ import Testing
         }
     }
 
+    @Test func aSharedDirectoryNeverServesAnotherDatabasesFile() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("snapshot-shared-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let first = try await withTestServer(configure: { $0.snapshotDirectory = directory }) { harness in
+            let admin = try await harness.register("admin", name: "admin")
+            _ = try await harness.seedBasics(admin)
+            return try await Self.fetch(harness, admin).1[SnapshotHeaders.digest]
+        }
+        #expect(first != nil)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).contains { $0.hasSuffix(".sqlite") }, "the file stays")
+        // Another database (an empty one) with the same directory: its own file, not the one left there.
+        try await withTestServer(configure: { $0.snapshotDirectory = directory }) { harness in
+            let device = try await harness.register("viewer", name: "viewer")
+            let (status, headers, _) = try await Self.fetch(harness, device)
+            #expect(status == .ok)
+            #expect(headers[SnapshotHeaders.revision] == String(try await harness.head()))
+            #expect(headers[SnapshotHeaders.digest] != first)
+            #expect(await harness.server.snapshotFiles.builds == 1)
+        }
+    }
+
     @Test func requestsShareOneBuildAndTheOldFileIsServedWhileTheNextIsBuilt() async throws {
         try await withTestServer(configure: { $0.snapshotRebuildRevisions = 2 }) { harness in
             let admin = try await harness.register("admin", name: "admin")

@@ -22,7 +22,8 @@ struct SnapshotFileBuilder: Sendable {
     static let lockKey: Int64 = 0x7265_7673_6E61_7031  // "revsnap1"
 
     enum Outcome: Sendable {
-        case built(SnapshotFileMeta)
+        /// The file at the path, of the database named (`SnapshotFileCatalog.databaseName`).
+        case built(SnapshotFileMeta, database: String)
         /// Another instance built a file at or past the head this build would have read.
         case found(SnapshotFileCatalog.File)
     }
@@ -30,14 +31,17 @@ struct SnapshotFileBuilder: Sendable {
     var tables: [SnapshotTable] { schema.entities.map { SnapshotTable(name: $0.name, attributes: $0.attributes) } }
 
     /// Writes the file at `path` (which must not exist), unless `existing(head)` finds one.
-    func build(at path: String, existing: @Sendable (Int64) -> SnapshotFileCatalog.File?) async throws -> Outcome {
+    func build(at path: String, existing: @Sendable (_ database: String, _ head: Int64) -> SnapshotFileCatalog.File?) async throws -> Outcome {
         let logger = database.logger
         let schema = self.schema, batchSize = self.batchSize, tables = self.tables
         return try await database.streamingTransaction("REPEATABLE READ READ ONLY") { connection in
             try await connection.run("SELECT pg_advisory_xact_lock(\(Self.lockKey))", logger)
-            let headRows = try await connection.rows("SELECT head FROM revsync_head", logger)
-            let head = try headRows.first?.decode(Int64.self) ?? 0
-            if let file = existing(head) { return .found(file) }
+            let headRows = try await connection.rows("SELECT head, instance::text FROM revsync_head", logger)
+            guard let (head, instance) = try headRows.first?.decode((Int64, String).self) else {
+                throw StoreError.inconsistent("revsync_head has no row: the database is not migrated")
+            }
+            let database = SnapshotFileCatalog.databaseName(instance)
+            if let file = existing(database, head) { return .found(file) }
             let writer = try SnapshotFileWriter(path: path, tables: tables)
             for entity in schema.entities {
                 let columns = RecordColumns(entity)
@@ -56,7 +60,7 @@ struct SnapshotFileBuilder: Sendable {
                 }
                 if !batch.isEmpty { try await writer.append(batch, to: entity.name) }
             }
-            return .built(try await writer.finish(revision: head, schemaVersion: schema.version))
+            return .built(try await writer.finish(revision: head, schemaVersion: schema.version), database: database)
         }
     }
 }

@@ -4,7 +4,9 @@ import RevsyncGzip
 import RevsyncSnapshotFile
 
 /// The snapshot files of one directory, named after what they hold:
-/// `snapshot-r<revision>-v<schema version>-<sha-256>.sqlite`, and beside it the same
+/// `snapshot-<database>-r<revision>-v<schema version>-<sha-256>.sqlite` (the database's
+/// instance id, `revsync_head.instance`, so that a directory kept across a reset or
+/// shared by two deployments never serves one's file to the other), and beside it the same
 /// bytes gzip-compressed (`….sqlite.gz`). A file is written under a scratch name and
 /// renamed into place whole, the gzip copy first, so a name found is a complete file,
 /// whichever instance wrote it.
@@ -12,6 +14,8 @@ struct SnapshotFileCatalog: Sendable {
     /// A published snapshot file.
     struct File: Sendable, Hashable {
         let directory: String
+        /// The database's instance id, 32 lowercase hex digits.
+        let database: String
         let revision: Int64
         let schemaVersion: Int
         /// SHA-256 of the SQLite file (not of its gzip copy), lowercase hex.
@@ -19,7 +23,7 @@ struct SnapshotFileCatalog: Sendable {
         let size: Int
         let gzipSize: Int?
 
-        var name: String { "snapshot-r\(revision)-v\(schemaVersion)-\(digest).sqlite" }
+        var name: String { "snapshot-\(database)-r\(revision)-v\(schemaVersion)-\(digest).sqlite" }
         var path: String { directory + "/" + name }
         var gzipPath: String { path + ".gz" }
         /// One tag per file and encoding: a range request resumes only the bytes it started on.
@@ -30,33 +34,40 @@ struct SnapshotFileCatalog: Sendable {
     let directory: String
 
     /// The parts of a published file's name; nil for any other name.
-    static func parse(_ name: String) -> (revision: Int64, schemaVersion: Int, digest: String)? {
-        guard name.hasPrefix("snapshot-r"), name.hasSuffix(".sqlite") else { return nil }
-        let parts = name.dropFirst("snapshot-r".count).dropLast(".sqlite".count).split(separator: "-")
-        guard parts.count == 3, let revision = Int64(parts[0]), parts[1].hasPrefix("v"), let version = Int(parts[1].dropFirst()),
-            parts[2].count == 64, parts[2].allSatisfy({ $0.isHexDigit && !$0.isUppercase })
+    static func parse(_ name: String) -> (database: String, revision: Int64, schemaVersion: Int, digest: String)? {
+        guard name.hasPrefix("snapshot-"), name.hasSuffix(".sqlite") else { return nil }
+        let parts = name.dropFirst("snapshot-".count).dropLast(".sqlite".count).split(separator: "-")
+        func isHex(_ part: Substring, count: Int) -> Bool { part.count == count && part.allSatisfy { $0.isHexDigit && !$0.isUppercase } }
+        guard parts.count == 4, isHex(parts[0], count: 32), parts[1].hasPrefix("r"), let revision = Int64(parts[1].dropFirst()),
+            parts[2].hasPrefix("v"), let version = Int(parts[2].dropFirst()), isHex(parts[3], count: 64)
         else { return nil }
-        return (revision, version, String(parts[2]))
+        return (String(parts[0]), revision, version, String(parts[3]))
     }
 
-    /// The newest complete file for `schemaVersion`, if any.
-    func newest(schemaVersion: Int) -> File? {
-        files(schemaVersion: schemaVersion).max { $0.revision < $1.revision }
+    /// The database's instance id as file names carry it (`revsync_head.instance` without dashes).
+    static func databaseName(_ instance: String) -> String {
+        instance.lowercased().filter { $0 != "-" }
     }
 
-    func files(schemaVersion: Int) -> [File] {
+    /// The newest complete file of `database` for `schemaVersion`, if any.
+    func newest(database: String, schemaVersion: Int) -> File? {
+        files(database: database, schemaVersion: schemaVersion).max { $0.revision < $1.revision }
+    }
+
+    func files(database: String, schemaVersion: Int) -> [File] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         return names.compactMap { name -> File? in
-            guard let parts = Self.parse(name), parts.schemaVersion == schemaVersion else { return nil }
-            return file(revision: parts.revision, schemaVersion: parts.schemaVersion, digest: parts.digest)
+            guard let parts = Self.parse(name), parts.database == database, parts.schemaVersion == schemaVersion else { return nil }
+            return file(database: database, revision: parts.revision, schemaVersion: parts.schemaVersion, digest: parts.digest)
         }
     }
 
-    private func file(revision: Int64, schemaVersion: Int, digest: String) -> File? {
-        let probe = File(directory: directory, revision: revision, schemaVersion: schemaVersion, digest: digest, size: 0, gzipSize: nil)
+    private func file(database: String, revision: Int64, schemaVersion: Int, digest: String) -> File? {
+        let probe = File(
+            directory: directory, database: database, revision: revision, schemaVersion: schemaVersion, digest: digest, size: 0, gzipSize: nil)
         guard let size = Self.size(of: probe.path) else { return nil }
         return File(
-            directory: directory, revision: revision, schemaVersion: schemaVersion, digest: digest, size: size,
+            directory: directory, database: database, revision: revision, schemaVersion: schemaVersion, digest: digest, size: size,
             gzipSize: Self.size(of: probe.gzipPath))
     }
 
@@ -66,15 +77,16 @@ struct SnapshotFileCatalog: Sendable {
     }
 
     /// Digests and compresses the finished file at `scratch` and renames both into place.
-    func publish(scratch: String, revision: Int64, schemaVersion: Int) throws -> File {
+    func publish(scratch: String, database: String, revision: Int64, schemaVersion: Int) throws -> File {
         let digest = try FileDigest.sha256(ofFileAt: scratch)
         let scratchGzip = scratch + ".gz"
         defer { try? FileManager.default.removeItem(atPath: scratchGzip) }
         try Self.compress(scratch, to: scratchGzip)
-        let probe = File(directory: directory, revision: revision, schemaVersion: schemaVersion, digest: digest, size: 0, gzipSize: nil)
+        let probe = File(
+            directory: directory, database: database, revision: revision, schemaVersion: schemaVersion, digest: digest, size: 0, gzipSize: nil)
         try Self.rename(scratchGzip, to: probe.gzipPath)
         try Self.rename(scratch, to: probe.path)
-        guard let file = file(revision: revision, schemaVersion: schemaVersion, digest: digest) else {
+        guard let file = file(database: database, revision: revision, schemaVersion: schemaVersion, digest: digest) else {
             throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: probe.path])
         }
         return file

@@ -25,6 +25,9 @@ actor SnapshotFiles {
     private let builder: SnapshotFileBuilder
     private let policy: Policy
     private let head: @Sendable () async throws -> Int64
+    /// The database's instance id (`revsync_head.instance`): files of other databases are never served.
+    private let instance: @Sendable () async throws -> String
+    private var database: String?
     private let logger: Logger
     private let removeDirectoryAtEnd: Bool
 
@@ -38,8 +41,9 @@ actor SnapshotFiles {
 
     init(
         directory: String, removeDirectoryAtEnd: Bool, builder: SnapshotFileBuilder, policy: Policy,
-        head: @escaping @Sendable () async throws -> Int64, logger: Logger
+        head: @escaping @Sendable () async throws -> Int64, instance: @escaping @Sendable () async throws -> String, logger: Logger
     ) {
+        self.instance = instance
         self.catalog = SnapshotFileCatalog(directory: directory)
         self.removeDirectoryAtEnd = removeDirectoryAtEnd
         self.builder = builder
@@ -50,9 +54,13 @@ actor SnapshotFiles {
 
     var directory: String { catalog.directory }
 
+    /// The name of an instance's own directory under the system's temporary directory starts
+    /// with this, then its process id.
+    static let ownDirectoryPrefix = "revsync-snapshots-"
+
     /// The file to serve now.
     func file() async throws -> SnapshotFileCatalog.File {
-        if current == nil, building == nil, let found = prepare() { adopt(found) }
+        if current == nil, building == nil, let found = try await prepare() { adopt(found) }
         guard let current else { return try await startBuild().value }
         if building == nil, try await isStale(current) { _ = startBuild() }
         return current
@@ -65,6 +73,19 @@ actor SnapshotFiles {
         return try await startBuild().value
     }
 
+    /// For a directory of the instance's own: removes the ones that instances which are gone
+    /// (killed, so they could not remove theirs) left beside it, `<prefix><pid>-…` with no such process.
+    func removeAbandonedSiblings(prefix: String) {
+        guard removeDirectoryAtEnd else { return }
+        let parent = (catalog.directory as NSString).deletingLastPathComponent
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: parent)) ?? [] where name.hasPrefix(prefix) {
+            guard let pid = name.dropFirst(prefix.count).split(separator: "-").first.flatMap({ Int32($0) }),
+                parent + "/" + name != catalog.directory, kill(pid, 0) != 0, errno == ESRCH
+            else { continue }
+            try? FileManager.default.removeItem(atPath: parent + "/" + name)
+        }
+    }
+
     /// Stops a build under way and, for a directory of the instance's own, removes it.
     func shutdown() async {
         building?.cancel()
@@ -72,10 +93,18 @@ actor SnapshotFiles {
         if removeDirectoryAtEnd { try? FileManager.default.removeItem(atPath: catalog.directory) }
     }
 
-    /// Creates the directory and looks for a file another instance (or an earlier run) left.
-    private func prepare() -> SnapshotFileCatalog.File? {
+    /// Creates the directory and looks for a file of this database another instance (or an
+    /// earlier run) left.
+    private func prepare() async throws -> SnapshotFileCatalog.File? {
         try? FileManager.default.createDirectory(atPath: catalog.directory, withIntermediateDirectories: true)
-        return catalog.newest(schemaVersion: builder.schema.version)
+        let database: String
+        if let known = self.database {
+            database = known
+        } else {
+            database = SnapshotFileCatalog.databaseName(try await instance())
+            self.database = database
+        }
+        return catalog.newest(database: database, schemaVersion: builder.schema.version)
     }
 
     private func isStale(_ file: SnapshotFileCatalog.File) async throws -> Bool {
@@ -87,6 +116,8 @@ actor SnapshotFiles {
             head = try await self.head()
             lastHead = (head, now)
         }
+        // Behind the file: the database went back (restored from a backup): the file is not its state.
+        if head < file.revision { return true }
         guard head > file.revision else { return false }
         if head - file.revision >= policy.rebuildRevisions { return true }
         guard let builtAt else { return true }
@@ -102,15 +133,16 @@ actor SnapshotFiles {
             let scratch = catalog.scratchPath()
             do {
                 let version = builder.schema.version
-                let outcome = try await builder.build(at: scratch) { head in
-                    catalog.newest(schemaVersion: version).flatMap { $0.revision >= head ? $0 : nil }
+                let outcome = try await builder.build(at: scratch) { database, head in
+                    catalog.newest(database: database, schemaVersion: version).flatMap { $0.revision == head ? $0 : nil }
                 }
                 switch outcome {
                 case .found(let file):
                     await self.adopt(file)
                     return file
-                case .built(let meta):
-                    let file = try catalog.publish(scratch: scratch, revision: meta.revision, schemaVersion: meta.schemaVersion)
+                case .built(let meta, let database):
+                    let file = try catalog.publish(
+                        scratch: scratch, database: database, revision: meta.revision, schemaVersion: meta.schemaVersion)
                     logger.info("snapshot file built", metadata: [
                         "revision": "\(file.revision)", "records": "\(meta.records)", "bytes": "\(file.size)",
                         "gzipBytes": "\(file.gzipSize ?? 0)", "seconds": "\((ContinuousClock.now - started).seconds)",

@@ -8,6 +8,7 @@ struct SnapshotFilesService: Service {
 
     func run() async throws {
         spool.removeLeftovers()
+        await files.removeAbandonedSiblings(prefix: SnapshotFiles.ownDirectoryPrefix)
         // Cancellation (the group ending) counts as shutdown too.
         try? await gracefulShutdown()
         await files.shutdown()
