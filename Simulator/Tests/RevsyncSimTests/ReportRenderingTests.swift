@@ -335,3 +335,17 @@ import Testing
         #expect(ProgressLine.format(odd).hasPrefix("[12345s workload]"))
     }
 }
+
+@Suite struct SnapshotDownloadTallyTests {
+    @Test func eachSnapshotExchangeCountsOnce() {
+        var tally = SnapshotDownloads()
+        tally.record(sqliteFile: true, status: 200)
+        tally.record(sqliteFile: true, status: nil)
+        tally.record(sqliteFile: true, status: 206)
+        tally.record(sqliteFile: false, status: 200)
+        tally.record(sqliteFile: true, status: 503)
+        #expect(tally == { var t = SnapshotDownloads(); t.files = 1; t.cut = 1; t.resumed = 1; t.json = 1; t.failed = 1; return t }())
+        let section = ReportSection.snapshots(tally)
+        #expect(section.rows.first == ["SQLite files, whole", "1"])
+    }
+}

@@ -8,6 +8,9 @@ public struct HTTPExchange: Sendable, Hashable {
     /// The seconds a `/sync` let the server hold it (a long-poll; after the transport's
     /// clamp), nil for every other exchange: its duration is mostly that wait, not latency.
     public var wait: Double?
+    /// A download of the SQLite snapshot file (`/snapshot` with `Accept: application/vnd.sqlite3`):
+    /// status 206 when it resumed an earlier one, nil when it was cut before its end.
+    public var snapshotFile = false
     /// The HTTP status; nil when no answer arrived (connection failure, timeout, cancellation).
     public var status: Int?
     public var requestRawBytes = 0

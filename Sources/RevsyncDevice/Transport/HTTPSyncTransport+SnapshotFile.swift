@@ -35,6 +35,7 @@ extension HTTPSyncTransport {
 
         let started = ContinuousClock.now
         var sizes = HTTPExchange(path: "/snapshot", changeSets: 0)
+        sizes.snapshotFile = true
         defer {
             if let observer = configuration.observer {
                 sizes.duration = ContinuousClock.now - started
@@ -102,8 +103,9 @@ extension HTTPSyncTransport {
         } catch let error as CancellationError {
             throw error
         } catch {
-            // What arrived stays for the next call to resume.
+            // What arrived stays for the next call to resume. No whole answer arrived.
             sizes.responseWireBytes = received
+            sizes.status = nil
             throw SyncTransportError.connection("GET /snapshot (SQLite) cut short after \(have + received) bytes: \(error)")
         }
         sizes.responseWireBytes = received

@@ -12,6 +12,7 @@ final class ExchangeStats: Sendable {
         var catchUp = Histogram<UInt64>(lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000, numberOfSignificantValueDigits: .three)
         var interval = Histogram<UInt64>(lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000, numberOfSignificantValueDigits: .three)
         var failedExchanges = 0
+        var snapshots = SnapshotDownloads()
     }
 
     private let state = Mutex(State())
@@ -23,6 +24,7 @@ final class ExchangeStats: Sendable {
             state.bytes.requestWire += exchange.requestWireBytes
             state.bytes.responseRaw += exchange.responseRawBytes
             state.bytes.responseWire += exchange.responseWireBytes
+            if exchange.path == "/snapshot" { state.snapshots.record(sqliteFile: exchange.snapshotFile, status: exchange.status) }
             guard let status = exchange.status else {
                 state.failedExchanges += 1
                 return
@@ -37,6 +39,8 @@ final class ExchangeStats: Sendable {
     }
 
     var bytes: ByteCounts { state.withLock { $0.bytes } }
+
+    var snapshots: SnapshotDownloads { state.withLock { $0.snapshots } }
 
     var catchUpLatency: LatencyPercentiles { state.withLock { Self.percentiles($0.catchUp) } }
 

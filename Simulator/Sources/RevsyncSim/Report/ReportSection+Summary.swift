@@ -5,7 +5,9 @@ extension ReportSection {
             run(report), settings(report.settings), operations(report.operations), changeSets(report.changeSets),
             byKind("Rejected by reason", key: "reason", report.changeSets.rejectedByReason),
             byKind("Faults injected", key: "kind", report.faults),
-            bytes(report.bytes), latency(report.catchUpLatency),
+            bytes(report.bytes),
+        ] + (report.snapshots.map { [snapshots($0)] } ?? []) + [
+            latency(report.catchUpLatency),
         ] + (report.writeToVisible.map { [writeToVisible($0)] } ?? []) + [convergence(report.convergence)]
     }
 
@@ -75,6 +77,16 @@ extension ReportSection {
             row("requests", b.requestRaw, b.requestWire),
             row("responses", b.responseRaw, b.responseWire),
             row("total", raw, wire),
+        ], numeric: true)
+    }
+
+    static func snapshots(_ s: SnapshotDownloads) -> ReportSection {
+        ReportSection(title: "Snapshot downloads", header: ["", "count"], rows: [
+            ["SQLite files, whole", ReportFormat.count(s.files)],
+            ["SQLite files, resumed after a cut (206)", ReportFormat.count(s.resumed)],
+            ["SQLite files, cut mid-way", ReportFormat.count(s.cut)],
+            ["JSON snapshots", ReportFormat.count(s.json)],
+            ["refused or failed", ReportFormat.count(s.failed)],
         ], numeric: true)
     }
 

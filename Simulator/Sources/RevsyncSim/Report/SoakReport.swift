@@ -16,6 +16,8 @@ public struct SoakReport: Codable, Sendable, Equatable {
     /// `device_restore`, `device_revoke`, `device_role_downgrade`.
     public var faults: [String: Int]
     public var bytes: ByteCounts
+    /// Nil in reports from before snapshot files.
+    public var snapshots: SnapshotDownloads?
     public var catchUpLatency: CatchUpLatency
     /// From a writer's acknowledgement to its revision applied on every other online device.
     public var writeToVisible: WriteToVisibleLatency?
@@ -145,6 +147,29 @@ public struct ChangeSetCounts: Codable, Sendable, Equatable {
 }
 
 /// HTTP body bytes of all device exchanges, as JSON (raw) and as sent (gzip where used).
+/// How the devices' bootstraps went: SQLite snapshot files downloaded whole, resumed
+/// after a cut (206), and cut mid-way (to be resumed), and JSON snapshots loaded.
+public struct SnapshotDownloads: Codable, Sendable, Equatable {
+    public var files = 0
+    public var resumed = 0
+    public var cut = 0
+    public var json = 0
+    public var failed = 0
+
+    public init() {}
+
+    /// One `/snapshot` exchange: of the SQLite file or not, and its status (nil: cut short).
+    mutating func record(sqliteFile: Bool, status: Int?) {
+        switch (sqliteFile, status) {
+        case (true, 200): files += 1
+        case (true, 206): resumed += 1
+        case (true, nil): cut += 1
+        case (false, 200): json += 1
+        default: failed += 1
+        }
+    }
+}
+
 public struct ByteCounts: Codable, Sendable, Equatable {
     public var requestRaw = 0
     public var requestWire = 0

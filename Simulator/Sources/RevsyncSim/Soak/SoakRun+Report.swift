@@ -23,7 +23,7 @@ extension SoakRun {
                 : injectionFailures.joined(separator: "; ")))
         var operations = tally.operations
         operations.bootstraps = max(operations.bootstraps, devices.count)
-        let report = SoakReport(
+        var report = SoakReport(
             seed: settings.seed,
             settings: SoakSettingsSummary(
                 devices: settings.devices, joiningDevices: settings.joining, workloadSeconds: settings.workload.inSeconds,
@@ -39,6 +39,7 @@ extension SoakRun {
                 secondsToConverge: secondsToConverge, convergedDevices: convergedDevices, devices: devices.count - revokedDevices.count,
                 boundSeconds: settings.drainBound.inSeconds, revokedDevices: revokedDevices.count),
             timeline: timeline, events: events)
+        report.snapshots = stats.snapshots
         let paths = try ReportWriter.write(report, to: settings.runDirectory, name: settings.reportName)
         say(ReportTable.render(report))
         say("report: \(paths.json)\n        \(paths.html)")
