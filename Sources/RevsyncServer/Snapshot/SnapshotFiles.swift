@@ -62,7 +62,8 @@ actor SnapshotFiles {
     func file() async throws -> SnapshotFileCatalog.File {
         if current == nil, building == nil, let found = try await prepare() { adopt(found) }
         guard let current else { return try await startBuild().value }
-        if building == nil, try await isStale(current) { _ = startBuild() }
+        // A head that cannot be read (PostgreSQL or Redis down) leaves the file served as it is.
+        if building == nil, (try? await isStale(current)) == true { _ = startBuild() }
         return current
     }
 
