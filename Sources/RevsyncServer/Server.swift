@@ -101,7 +101,8 @@ public struct Server: Sendable {
         // Per instance, even in a directory the instances share.
         snapshotSpool = SnapshotSpool(
             streamer: SnapshotStreamer(database: database, schema: schema),
-            directory: directory + "/spool-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8).lowercased())")
+            directory: directory + "/spool-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8).lowercased())",
+            readers: ConcurrencyGate(limit: settings.databaseConnections / 4))
         var pruner = LogPruner(database: database, retention: settings.logRetention, interval: settings.pruneInterval)
         if let cache = self.cache {
             pruner.afterPrune = { await cache.reconcile() }

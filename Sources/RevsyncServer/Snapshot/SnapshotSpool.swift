@@ -6,13 +6,23 @@ import RevsyncGzip
 /// at its own pace and its connection goes back to the pool at once, however slowly
 /// the client then downloads (streaming straight from the cursor held a pooled
 /// connection for as long as the client took, and twenty slow clients starved `/sync`).
+///
+/// At most `readers` snapshots are read at once (each holds a connection while it reads);
+/// more requests wait their turn without one, so that a burst of new devices cannot take
+/// every pooled connection from `/sync`.
 struct SnapshotSpool: Sendable {
     let streamer: SnapshotStreamer
     let directory: String
+    let readers: ConcurrencyGate
 
     /// Writes the snapshot (gzip-compressed, or not) and returns the file's path and size;
     /// the caller removes the file once it is sent.
     func write(gzip: Bool) async throws -> (path: String, size: Int) {
+        let spool = self
+        return try await readers.run { try await spool.written(gzip: gzip) }
+    }
+
+    private func written(gzip: Bool) async throws -> (path: String, size: Int) {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let path = directory + "/snapshot-\(UUID().uuidString.lowercased())" + (gzip ? ".json.gz" : ".json")
         guard FileManager.default.createFile(atPath: path, contents: nil), let output = FileHandle(forWritingAtPath: path) else {
