@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOPosix
 import RevsyncRules
 
 /// The snapshot file this instance serves, and its rebuilds.
@@ -142,8 +143,11 @@ actor SnapshotFiles {
                     await self.adopt(file)
                     return file
                 case .built(let meta, let database):
-                    let file = try catalog.publish(
-                        scratch: scratch, database: database, revision: meta.revision, schemaVersion: meta.schemaVersion)
+                    // Seconds of hashing and compressing at a million records: on NIO's blocking
+                    // pool, not on one of the few threads every request's task runs on.
+                    let file = try await NIOThreadPool.singleton.runIfActive {
+                        try catalog.publish(scratch: scratch, database: database, revision: meta.revision, schemaVersion: meta.schemaVersion)
+                    }
                     logger.info("snapshot file built", metadata: [
                         "revision": "\(file.revision)", "records": "\(meta.records)", "bytes": "\(file.size)",
                         "gzipBytes": "\(file.gzipSize ?? 0)", "seconds": "\((ContinuousClock.now - started).seconds)",
