@@ -142,6 +142,7 @@ let package = Package(
                 "RevsyncGzip",
                 // The snapshot bench's devices (JSON against the SQLite file).
                 "RevsyncDevice",
+                "RevsyncSnapshotFile",
                 "RevsyncServer",
                 "RevsyncRedis",
                 "RevsyncRules",

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import RevsyncDevice
+import RevsyncSnapshotFile
 import RevsyncWire
 import Synchronization
 
@@ -90,7 +91,7 @@ struct DeviceBootstrap {
                 mode: mode, loaded: Self.loaded(capture.captured), seconds: seconds, records: records, maxRevision: status.maxRevision,
                 residentBytesBefore: before, peakResidentBytes: peak, peakReset: peakReset,
                 snapshotWireBytes: made.filter { $0.path == "/snapshot" }.map(\.responseWireBytes).reduce(0, +), requests: made.count,
-                databaseBytes: Self.size(of: path), walBytes: Self.size(of: path + "-wal"))
+                databaseBytes: fileSize(atPath: path) ?? 0, walBytes: fileSize(atPath: path + "-wal") ?? 0)
         } catch {
             try? await engine.close()
             try? await transport.shutdown()
@@ -128,9 +129,5 @@ struct DeviceBootstrap {
         var logger = Logger(label: label) { StreamLogHandler.standardError(label: $0) }
         logger.logLevel = .warning
         return logger
-    }
-
-    static func size(of path: String) -> Int {
-        ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue ?? 0
     }
 }

@@ -18,7 +18,7 @@ extension HTTPSyncTransport {
         let statePath = path + ".part.json"
         let files = FileManager.default
         var resume = PartialSnapshot.read(statePath)
-        let have = resume == nil ? 0 : (HTTPSyncTransport.size(of: part) ?? 0)
+        let have = resume == nil ? 0 : (fileSize(atPath: part) ?? 0)
         if have == 0 || (resume?.revision ?? 0) < minimumRevision {
             if resume != nil { PartialSnapshot.remove(at: path) }
             resume = nil
@@ -132,16 +132,13 @@ extension HTTPSyncTransport {
         }
         try? files.removeItem(atPath: path)
         try files.moveItem(atPath: scratch, toPath: path)
-        let bytes = HTTPSyncTransport.size(of: path) ?? 0
+        let bytes = fileSize(atPath: path) ?? 0
         sizes.responseRawBytes = bytes
         return SnapshotFileDownload(
             path: path, revision: state.revision, schemaVersion: state.schemaVersion, digest: digest, etag: state.etag, bytes: bytes,
             receivedBytes: received, resumed: append)
     }
 
-    static func size(of path: String) -> Int? {
-        (try? FileManager.default.attributesOfItem(atPath: path))?[.size].flatMap { ($0 as? NSNumber)?.intValue }
-    }
 }
 
 /// What a download of the SQLite snapshot learnt from its first answer, kept beside

@@ -65,10 +65,10 @@ struct SnapshotFileCatalog: Sendable {
     private func file(database: String, revision: Int64, schemaVersion: Int, digest: String) -> File? {
         let probe = File(
             directory: directory, database: database, revision: revision, schemaVersion: schemaVersion, digest: digest, size: 0, gzipSize: nil)
-        guard let size = Self.size(of: probe.path) else { return nil }
+        guard let size = fileSize(atPath: probe.path) else { return nil }
         return File(
             directory: directory, database: database, revision: revision, schemaVersion: schemaVersion, digest: digest, size: size,
-            gzipSize: Self.size(of: probe.gzipPath))
+            gzipSize: fileSize(atPath: probe.gzipPath))
     }
 
     /// A scratch path in the directory for a file being built.
@@ -96,17 +96,6 @@ struct SnapshotFileCatalog: Sendable {
     func remove(_ file: File) {
         try? FileManager.default.removeItem(atPath: file.path)
         try? FileManager.default.removeItem(atPath: file.gzipPath)
-    }
-
-    /// Removes scratch files left by a build that did not finish (a crash, say).
-    func removeScratch() {
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where name.hasPrefix("building-") {
-            try? FileManager.default.removeItem(atPath: directory + "/" + name)
-        }
-    }
-
-    static func size(of path: String) -> Int? {
-        (try? FileManager.default.attributesOfItem(atPath: path))?[.size].flatMap { ($0 as? NSNumber)?.intValue }
     }
 
     /// `rename(2)`: atomic within the directory, and replaces a file another instance published under the same name.

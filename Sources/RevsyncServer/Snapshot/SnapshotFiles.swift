@@ -129,7 +129,7 @@ actor SnapshotFiles {
     private func startBuild() -> Task<SnapshotFileCatalog.File, any Error> {
         if let building { return building }
         let catalog = self.catalog, builder = self.builder, logger = self.logger
-        // Detached: digesting and compressing a large file must not hold the actor up.
+        // Detached: the build reads and writes for seconds; the actor only records its outcome.
         let task: Task<SnapshotFileCatalog.File, any Error> = Task.detached {
             let started = ContinuousClock.now
             let scratch = catalog.scratchPath()
