@@ -146,6 +146,8 @@ let package = Package(
                 "RevsyncServer",
                 "RevsyncRedis",
                 "RevsyncRules",
+                // The simulator's seeded generator, for the text-like log.
+                "RevsyncLink",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

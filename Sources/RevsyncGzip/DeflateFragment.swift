@@ -26,9 +26,15 @@ public struct DeflateFragment: Sendable, Hashable {
     public static let commitLevel: Int32 = 9
 
     /// Compresses `plain` at `level`; if zlib cannot (out of memory), stores it uncompressed instead.
-    public init(compressing plain: ByteBuffer, level: Int32 = DeflateFragment.commitLevel) {
+    ///
+    /// With a `dictionary`, the fragment may refer back into it, so it is valid only where the
+    /// dictionary's bytes come right before it in the joined stream (its last 32 KiB count).
+    public init(compressing plain: ByteBuffer, level: Int32 = DeflateFragment.commitLevel, dictionary: ByteBuffer? = nil) {
         let crc = Self.crc(of: plain)
-        let deflated = plain.withUnsafeReadableBytes { Self.deflate($0, level: level) }
+        let deflated = plain.withUnsafeReadableBytes { input in
+            dictionary.map { dictionary in dictionary.withUnsafeReadableBytes { Self.deflate(input, level: level, dictionary: $0) } }
+                ?? Self.deflate(input, level: level, dictionary: nil)
+        }
         self.init(deflated: deflated ?? Self.stored(plain), crc: crc, length: plain.readableBytes)
     }
 
@@ -37,7 +43,23 @@ public struct DeflateFragment: Sendable, Hashable {
         self.init(deflated: Self.stored(plain), crc: Self.crc(of: plain), length: plain.readableBytes)
     }
 
-    static func crc(of bytes: ByteBuffer) -> UInt32 {
+    /// The bytes this fragment holds. `preceding` is what came before it in the joined stream: a
+    /// fragment compressed with a dictionary refers back into it (its last 32 KiB are enough).
+    public func inflated(after preceding: ByteBuffer = ByteBuffer()) throws(Gzip.Failure) -> ByteBuffer {
+        // The preceding bytes are stored ahead of the fragment so that its references land in
+        // them, as they would in a reader's window, and are cut off again after inflating.
+        let window = preceding.getSlice(at: preceding.readerIndex + max(0, preceding.readableBytes - 32 * 1024),
+            length: min(preceding.readableBytes, 32 * 1024)) ?? ByteBuffer()
+        var assembler = GzipAssembler(capacity: window.readableBytes + deflated.readableBytes)
+        if window.readableBytes > 0 { assembler.write(DeflateFragment(storing: window)) }
+        assembler.write(self)
+        var whole = try Gzip.inflate(assembler.finish(), maxSize: window.readableBytes + length)
+        whole.moveReaderIndex(forwardBy: window.readableBytes)
+        return whole
+    }
+
+    /// The CRC-32 of `bytes`, as gzip computes it.
+    public static func crc(of bytes: ByteBuffer) -> UInt32 {
         bytes.withUnsafeReadableBytes { raw in
             guard let base = raw.baseAddress?.assumingMemoryBound(to: Bytef.self) else { return 0 }
             return UInt32(truncatingIfNeeded: crc32(0, base, uInt(raw.count)))
@@ -45,11 +67,17 @@ public struct DeflateFragment: Sendable, Hashable {
     }
 
     /// Raw deflate (no zlib or gzip wrapper) ending with a sync flush; nil when zlib fails.
-    private static func deflate(_ input: UnsafeRawBufferPointer, level: Int32) -> ByteBuffer? {
+    private static func deflate(_ input: UnsafeRawBufferPointer, level: Int32, dictionary: UnsafeRawBufferPointer?) -> ByteBuffer? {
         var stream = z_stream()
         // windowBits -15: raw deflate with the full 32 KiB window every gzip reader accepts.
         guard CZlib_deflateInit2(&stream, level, -15, 8) == Z_OK else { return nil }
         defer { deflateEnd(&stream) }
+        if let dictionary, let base = dictionary.baseAddress, dictionary.count > 0 {
+            // zlib keeps only the window's worth of the dictionary's end, as a reader's window would.
+            let kept = min(dictionary.count, 32 * 1024)
+            let start = base.advanced(by: dictionary.count - kept).assumingMemoryBound(to: Bytef.self)
+            guard deflateSetDictionary(&stream, start, uInt(kept)) == Z_OK else { return nil }
+        }
         // The bound is for Z_FINISH; a sync flush adds at most an empty stored block (5 bytes) more.
         let bound = Int(deflateBound(&stream, uLong(input.count))) + 16
         var output = ByteBufferAllocator().buffer(capacity: bound)

@@ -46,13 +46,20 @@ struct Bench {
     /// Drops and creates the database `revsync_bench` on the server of `serverURL`, and flushes
     /// Redis: every run starts with no log, no devices and no cache. Returns the new database's URL.
     static func freshDatabase(serverURL: String, redisURL: String, logger: Logger) async throws -> String {
-        guard var components = URLComponents(string: serverURL) else { throw SettingsError("bad database URL \(serverURL)") }
-        components.path = "/revsync_bench"
-        try await SQL.run(on: serverURL, "DROP DATABASE IF EXISTS revsync_bench WITH (FORCE)", logger: logger)
-        try await SQL.run(on: serverURL, "CREATE DATABASE revsync_bench", logger: logger)
+        let url = try await emptyDatabase("revsync_bench", serverURL: serverURL, logger: logger)
         let redis = try RedisClient(configuration: try RedisConfiguration(url: redisURL), logger: logger)
         try await redis.flushAll()
         await redis.shutdown()
+        return url
+    }
+
+    /// Drops and creates the database `name` on the server of `serverURL`; returns its URL.
+    /// `name` is the bench's own constant, never user input, so it is written into the SQL.
+    static func emptyDatabase(_ name: String, serverURL: String, logger: Logger) async throws -> String {
+        guard var components = URLComponents(string: serverURL) else { throw SettingsError("bad database URL \(serverURL)") }
+        components.path = "/" + name
+        try await SQL.run(on: serverURL, "DROP DATABASE IF EXISTS \(name) WITH (FORCE)", logger: logger)
+        try await SQL.run(on: serverURL, "CREATE DATABASE \(name)", logger: logger)
         return components.string ?? serverURL
     }
 
@@ -95,14 +102,19 @@ struct Bench {
         let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
         let redis = try RedisClient(configuration: try RedisConfiguration(url: redisURL), logger: logger)
         let cachedApp = cached.buildApplication(), plainApp = plain.buildApplication(migrate: false)
-        let (catchUp, load, writes) = try await withRunning(cachedApp) {
+        let (catchUp, paged, textBytes, load, writes) = try await withRunning(cachedApp) {
             try await BenchClient(http: http, port: cachedPort).waitUntilHealthy()
             return try await withRunning(plainApp) {
                 try await BenchClient(http: http, port: plainPort).waitUntilHealthy()
                 var catchUp: [CatchUpRow] = [], load: LoadReport?, writes: [WriteRow] = []
+                var paged: PagedCatchUpReport?, textBytes: TextBytesReport?
                 if parts.catchUp {
                     let reader = try await prepareLog(cached: cached, client: BenchClient(http: http, port: cachedPort))
                     catchUp = try await measureCatchUp(cached: cached, plain: plain, http: http, ports: (cachedPort, plainPort), redis: redis, reader: reader)
+                    if revisions >= PagedCatchUp.lag {
+                        paged = try await PagedCatchUp(bench: self, reader: reader).measure(http: http)
+                    }
+                    textBytes = try await TextBytes(bench: self).measure(http: http)
                     if let wrk {
                         // Before the writes, which would move the head the load's requests are counted from.
                         let concurrent = ConcurrentLoad(
@@ -113,7 +125,7 @@ struct Bench {
                 if parts.writes {
                     writes = try await measureWrites(seconds: writeSeconds, client: BenchClient(http: http, port: cachedPort))
                 }
-                return (catchUp, load, writes)
+                return (catchUp, paged, textBytes, load, writes)
             }
         }
         await redis.shutdown()
@@ -127,7 +139,7 @@ struct Bench {
         return BenchReport(
             machine: Machine.describe(), date: ISO8601DateFormatter().string(from: Date()),
             revisions: parts.catchUp ? revisions : 0, entryBytes: entryBytes, durability: durability,
-            catchUp: catchUp, load: load, writes: writes, floor: floor, push: nil)
+            catchUp: catchUp, pagedCatchUp: paged, textBytes: textBytes, load: load, writes: writes, floor: floor, push: nil)
     }
 
     /// Registers the loader and the reader, loads the log and warms the cache; returns the reader's token.
@@ -177,10 +189,11 @@ struct Bench {
             // sets, as the cached server picks them) and join them into one gzip member.
             let cacheKeys = CacheKeys(prefix: cached.settings.cachePrefix, instance: instance)
             let spans = CachedRun.cover(from + 1, revisions)
-            let keys = spans.map { span in
+            // Every piece after the first chained after the one before it, as the cached server sends them.
+            let keys = spans.enumerated().map { index, span in
                 switch span {
-                case .single(let number): cacheKeys.deflated(number)
-                case .run(let size, let index, _): cacheKeys.run(size, index)
+                case .single(let number): index == 0 ? cacheKeys.deflated(number) : cacheKeys.chained(number)
+                case .run(let size, let run, _): index == 0 ? cacheKeys.run(size, run) : cacheKeys.chainedRun(size, run)
                 }
             }
             let floor = try await measure(iterations) {
@@ -188,11 +201,16 @@ struct Bench {
                 assembler.write("{\"changeSets\":[" as StaticString)
                 for (index, (span, value)) in zip(spans, try await redis.mget(keys)).enumerated() {
                     guard var value else { throw SettingsError("the floor found a hole in the cache") }
-                    if index > 0 { assembler.write("," as StaticString) }
                     switch span {
                     case .run:
-                        guard let run = CachedRun.decode(value) else { throw SettingsError("the floor found a run it cannot read") }
+                        guard let run = CachedRun.decode(value, chained: index > 0) else { throw SettingsError("the floor found a run it cannot read") }
                         assembler.write(run.fragment)
+                    case .single where index > 0:
+                        // [author id: 8][ChainedFragment's layout]
+                        guard value.readInteger(as: Int64.self) != nil, let chained = ChainedFragment.decode(&value) else {
+                            throw SettingsError("the floor found a chained entry it cannot read")
+                        }
+                        assembler.write(chained.fragment)
                     case .single:
                         // [author id: 8][JSON length: 4][CRC-32: 4][fragment]
                         guard value.readInteger(as: Int64.self) != nil, let length = value.readInteger(as: UInt32.self),
@@ -245,7 +263,8 @@ struct Bench {
     }
 
     /// Reads the whole log once through the cached server, so the Redis path starts warm.
-    private func warm(_ server: Server, token: String) async throws {
+    func warm(_ server: Server, token: String, head: Int64? = nil) async throws {
+        let revisions = head ?? self.revisions
         // Asking from the loaded head makes the server check PostgreSQL's head, which raises the cached one.
         let atHead = ByteBuffer(string: "{\"maxRevision\":\(revisions),\"changeSets\":[]}")
         _ = try await server.sync.respond(device: try await server.device(token), body: atHead, contentEncoding: nil, acceptEncoding: nil, logger: logger)

@@ -104,6 +104,10 @@ struct BenchReport: Codable, ReportFile {
     let durability: String
     /// Empty with `--writes-only`.
     let catchUp: [CatchUpRow]
+    /// A device at lag 10,000 paging with the default limits; nil with `--writes-only` or a shorter log.
+    let pagedCatchUp: PagedCatchUpReport?
+    /// Wire bytes on the small text-like log; nil with `--writes-only`.
+    let textBytes: TextBytesReport?
     /// Part (d); nil with `--writes-only` or `--load-seconds 0`.
     let load: LoadReport?
     /// Empty with `--catch-up-only`, as is `floor`.
@@ -119,6 +123,8 @@ struct BenchReport: Codable, ReportFile {
     func table() -> String {
         var sections: [[String]] = []
         if !catchUp.isEmpty { sections.append(catchUpTable()) }
+        if let pagedCatchUp { sections.append(pagedCatchUp.table()) }
+        if let textBytes { sections.append(textBytes.table()) }
         if let load { sections.append(loadTable(load)) }
         if !writes.isEmpty { sections.append(writesTable()) }
         if !floor.isEmpty { sections.append(floorTable()) }
@@ -217,7 +223,7 @@ struct BenchReport: Codable, ReportFile {
     }
 
     /// `text` padded to `width`, never cut: a figure wider than its column shifts the row instead.
-    private static func cell(_ text: String, _ width: Int) -> String { text + String(repeating: " ", count: max(0, width - text.count)) }
+    static func cell(_ text: String, _ width: Int) -> String { text + String(repeating: " ", count: max(0, width - text.count)) }
 
     /// The measured durations, rounded: "10", or "10–11" when they differ.
     private static func seconds(_ durations: [Double]) -> String {

@@ -35,6 +35,33 @@ import Testing
         }
     }
 
+    @Test func aFragmentCompressedAfterTheBytesBeforeItJoinsRightAfterThemAndIsSmaller() throws {
+        for size in [10, 700, 5_000, 70_000] {
+            let first = Self.piece(1, size: size), second = Self.piece(1, size: size)
+            var comma = ByteBuffer(string: ",")
+            comma.writeImmutableBuffer(second)
+            let alone = DeflateFragment(compressing: comma)
+            let chained = DeflateFragment(compressing: comma, dictionary: first)
+            // The same bytes again: alone, the second has nothing to refer back to.
+            if size == 700 || size == 5_000 { #expect(chained.deflated.readableBytes * 4 < alone.deflated.readableBytes, "\(size) bytes") }
+            var assembler = GzipAssembler(capacity: 1024)
+            assembler.write("[" as StaticString)
+            assembler.write(DeflateFragment(compressing: first))
+            assembler.write(chained)
+            assembler.write("]" as StaticString)
+            var expected = ByteBuffer(string: "[")
+            expected.writeImmutableBuffer(first)
+            expected.writeImmutableBuffer(comma)
+            expected.writeString("]")
+            #expect(try Gzip.inflate(assembler.finish(), maxSize: 1 << 24) == expected, "\(size) bytes")
+            // Inflated on its own, it needs the bytes before it, and only their window.
+            var before = ByteBuffer(string: String(repeating: "z", count: 40_000))
+            before.writeImmutableBuffer(first)
+            #expect(try chained.inflated(after: before) == comma, "\(size) bytes")
+            #expect(try alone.inflated() == comma)
+        }
+    }
+
     @Test func storedPiecesOfAnySizeDecode() throws {
         for size in [0, 1, 65_535, 65_536, 200_000] {
             let plain = ByteBuffer(bytes: (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7) })

@@ -63,6 +63,27 @@ import Testing
         }
     }
 
+    /// A commit of whole aligned runs (8 change sets) is read once for every waiter, in gzip
+    /// as runs: each waiter gets them in the public form, the first time alone and the second
+    /// time chained after the revision before.
+    @Test func aCommitOfWholeRunsAnswersEveryWaiterInThePublicForm() async throws {
+        try await withTestServer { harness in
+            let writer = try await harness.register("member", name: "writer")
+            var readers: [TestDevice] = []
+            for index in 0..<3 { readers.append(try await harness.register("viewer", name: "reader\(index)")) }
+            for round in Int64(0)..<2 {
+                let waiting = readers.map { reader in Task { try await Self.waiting(harness, reader, from: 8 * round, seconds: 60) } }
+                try await Self.eventually("every reader waiting") { harness.server.waiters.count == readers.count }
+                _ = try await harness.sync(writer, from: 8 * round, CacheTests.notes(from: 8 * round + 1, count: 8))
+                for task in waiting {
+                    let answer = try await task.value
+                    #expect(answer.committed.compactMap(\.revision) == Array((8 * round + 1)...(8 * round + 8)), "round \(round)")
+                    #expect(answer.committed.allSatisfy { $0.seq == nil }, "round \(round): the public form")
+                }
+            }
+        }
+    }
+
     @Test func aWaiterGetsItsOwnChangeSetsInTheAuthorForm() async throws {
         try await withTestServer { harness in
             let device = try await harness.register("member", name: "both")

@@ -23,7 +23,18 @@ struct CacheRead: Sendable {
 }
 
 extension RedisChangeLog {
-    private typealias Item = CachedRun.Span
+    /// One key of a read: a change set or an aligned run, alone or chained after the revision before it.
+    private struct Piece {
+        let span: CachedRun.Span
+        let chained: Bool
+
+        var first: Int64 {
+            switch span {
+            case .single(let number): number
+            case .run(_, _, let first): first
+            }
+        }
+    }
 
     /// - Parameters:
     ///   - floor: read at least this far (the caller's own commits), whatever the cached head says.
@@ -37,14 +48,23 @@ extension RedisChangeLog {
             case .deflated: own.contains(number) ? keys.authorDeflated(number) : keys.deflated(number)
             }
         }
-        // A gzip answer takes the longest aligned runs that fit the range and hold none of the caller's commits.
-        let items = { (first: Int64, last: Int64) -> [Item] in
-            form == .plain ? (first...last).map { Item.single($0) } : CachedRun.cover(first, last, excluding: own)
+        // A piece goes chained when the answer sends the public form of the revision before it
+        // just before it: not first in the answer, not after (or being) the caller's own.
+        let piece = { (span: CachedRun.Span) -> Piece in
+            let first = Piece(span: span, chained: false).first
+            let chained = form == .deflated && first - 1 > revision && !own.contains(first - 1) && !own.contains(first)
+            return Piece(span: span, chained: chained)
         }
-        let itemKey = { (item: Item) in
-            switch item {
-            case .single(let number): key(number)
-            case .run(let size, let index, _): keys.run(size, index)
+        // A gzip answer takes the longest aligned runs that fit the range and hold none of the caller's commits.
+        let pieces = { (first: Int64, last: Int64) -> [Piece] in
+            (form == .plain ? (first...last).map { CachedRun.Span.single($0) } : CachedRun.cover(first, last, excluding: own)).map(piece)
+        }
+        let pieceKey = { (piece: Piece) in
+            switch (piece.span, piece.chained) {
+            case (.single(let number), false): key(number)
+            case (.single(let number), true): keys.chained(number)
+            case (.run(let size, let index, _), false): keys.run(size, index)
+            case (.run(let size, let index, _), true): keys.chainedRun(size, index)
             }
         }
         // A device may send any maxRevision up to Int64.max (it is refused after this read): saturate, never trap.
@@ -53,8 +73,8 @@ extension RedisChangeLog {
         // Reading stops at the byte limit: a chunk holds about as many entries as the limit takes.
         let chunk = Int64(max(16, min(limits.maxChangeSets, limits.maxBytes / max(64, Int(averageBytesPerForm)))))
         let guess = min(pageEnd, plus(revision, chunk), max(revision, knownHead, floor ?? 0))
-        var pending = revision < guess ? items(revision + 1, guess) : []
-        var values = try await redis.mget([keys.head, keys.horizon] + pending.map(itemKey))
+        var pending = revision < guess ? pieces(revision + 1, guess) : []
+        var values = try await redis.mget([keys.head, keys.horizon] + pending.map(pieceKey))
         guard let head = values[0].flatMap({ Int64(String(buffer: $0)) }), let horizon = values[1].flatMap({ Int64(String(buffer: $0)) }) else {
             return CacheRead(state: nil, entries: [], more: false, hole: plus(revision, 1))
         }
@@ -62,32 +82,32 @@ extension RedisChangeLog {
         values.removeFirst(2)
         let through = min(pageEnd, max(head, floor ?? 0))
         var pager = CatchUpPager(limits: limits)
-        var entries: [LogEntry] = []
-        var owners: [Int64] = []
+        var read = ReadEntries()
         var authors: Set<Int64> = []
         var position = revision
         let stop = { (hole: Int64?) in
-            var read = try await self.finish(
-                entries, owners, head: head, horizon: horizon, hole: hole, more: hole == nil && (pager.full || position < max(head, floor ?? 0)),
+            var result = try await self.finish(
+                read, head: head, horizon: horizon, hole: hole, more: hole == nil && (pager.full || position < max(head, floor ?? 0)),
                 own: own, device: device, limits: limits, form: form, keys: keys)
-            read.authors = authors
-            return read
+            result.authors = authors
+            return result
         }
         while true {
+            try await sendAloneWhereMissing(&pending, &values, key: key)
             // Runs the caller cannot take whole (missing, or holding its own change sets) go one by one: one more MGET for all of them.
             let broken = pending.indices.filter { index in
-                guard case .run = pending[index] else { return false }
-                guard let value = values[index], let run = CachedRun.decode(value) else { return true }
+                guard case .run = pending[index].span else { return false }
+                guard let value = values[index], let run = CachedRun.decode(value, chained: pending[index].chained) else { return true }
                 return run.authors.contains(device.id)
             }
             if !broken.isEmpty {
-                let singles = broken.map { index -> [Item] in
-                    guard case .run(let size, _, let first) = pending[index] else { return [] }
-                    return (first..<(first + size)).map { Item.single($0) }
+                let singles = broken.map { index -> [Piece] in
+                    guard case .run(let size, _, let first) = pending[index].span else { return [] }
+                    return (first..<(first + size)).map { piece(.single($0)) }
                 }
-                let fetched = try await redis.mget(singles.flatMap { $0 }.map(itemKey))
+                let fetched = try await redis.mget(singles.flatMap { $0 }.map(pieceKey))
                 var offset = fetched.startIndex
-                var expanded: [Item] = [], expandedValues: [ByteBuffer?] = []
+                var expanded: [Piece] = [], expandedValues: [ByteBuffer?] = []
                 var next = 0
                 for index in pending.indices {
                     if next < broken.count, broken[next] == index {
@@ -102,77 +122,163 @@ extension RedisChangeLog {
                     }
                 }
                 (pending, values) = (expanded, expandedValues)
+                // Chained singles of a broken run may be missing too: the loop's first step again.
+                continue
             }
             var index = 0
             while index < pending.count {
                 let (item, value) = (pending[index], values[index])
                 index += 1
-                switch item {
+                switch item.span {
                 case .run(let size, _, let first):
                     guard first + size - 1 <= through else { return try await stop(nil) }
-                    if let value, let run = CachedRun.decode(value), !run.authors.contains(device.id),
-                        pager.admitRun(count: Int(size), size: run.fragment.length)
+                    if let value, let run = CachedRun.decode(value, chained: item.chained), !run.authors.contains(device.id),
+                        pager.admitRun(count: Int(size), size: run.fragment.length - (item.chained ? 1 : 0))
                     {
-                        entries.append(LogEntry(revision: first, body: .deflatedRun(run.fragment)))
+                        read.append(
+                            LogEntry(revision: first, body: item.chained ? .chained(run.fragment) : .deflatedRun(run.fragment)), span: item.span, owner: nil,
+                            dictionary: run.link?.dictionary, tail: nil)
                         authors.formUnion(run.authors)
-                        owners.append(0)
                         for number in (first + 1)..<(first + size) {
-                            entries.append(LogEntry(revision: number, body: .inRun))
-                            owners.append(0)
+                            read.append(LogEntry(revision: number, body: .inRun), span: nil, owner: nil, dictionary: nil, tail: number == first + size - 1 ? run.link?.tail : nil)
                         }
                         position = first + size - 1
                     } else {
                         // Ending the page inside (or gone since): one by one, the pager decides where.
-                        let singles = (first..<(first + size)).map { Item.single($0) }
-                        let fetched = try await redis.mget(singles.map(itemKey))
+                        var singles = (first..<(first + size)).map { piece(.single($0)) }
+                        var fetched = try await redis.mget(singles.map(pieceKey))
+                        try await sendAloneWhereMissing(&singles, &fetched, key: key)
                         pending.replaceSubrange(index..<index, with: singles)
                         values.replaceSubrange(index..<index, with: fetched)
                     }
                 case .single(let number):
                     guard number <= through else { return try await stop(nil) }
-                    guard let value, let decoded = CachedEntry.decode(value, form: form) else { return try await stop(number) }
-                    guard pager.admit(size: decoded.body.size) else { return try await stop(nil) }
-                    entries.append(LogEntry(revision: number, body: decoded.body))
-                    owners.append(decoded.device)
-                    authors.insert(decoded.device)
+                    if item.chained {
+                        // Missing or unreadable ones went alone above.
+                        guard let value, let decoded = CachedEntry.decodeChained(value) else { return try await stop(number) }
+                        guard pager.admit(size: decoded.chained.fragment.length - 1) else { return try await stop(nil) }
+                        read.append(
+                            LogEntry(revision: number, body: .chained(decoded.chained.fragment)), span: item.span, owner: decoded.device,
+                            dictionary: decoded.chained.link.dictionary, tail: decoded.chained.link.tail)
+                        authors.insert(decoded.device)
+                    } else {
+                        guard let value, let decoded = CachedEntry.decode(value, form: form) else { return try await stop(number) }
+                        guard pager.admit(size: decoded.body.size) else { return try await stop(nil) }
+                        // A plain fragment's CRC is its JSON's: what a chained piece after it names.
+                        let tail: UInt32? = if case .deflated(let fragment) = decoded.body { fragment.crc } else { nil }
+                        read.append(LogEntry(revision: number, body: decoded.body), span: item.span, owner: decoded.device, dictionary: nil, tail: tail)
+                        authors.insert(decoded.device)
+                    }
                     position = number
                 }
             }
             guard position < through else { return try await stop(nil) }
-            pending = items(position + 1, min(through, plus(position, chunk)))
-            values = try await redis.mget(pending.map(itemKey))
+            pending = pieces(position + 1, min(through, plus(position, chunk)))
+            values = try await redis.mget(pending.map(pieceKey))
         }
     }
 
-    /// Swaps in the author's form of the device's own revisions it did not know were its own
-    /// (one more `MGET`, only then), and ends the page again by the bytes of that form.
+    /// A chained change set that is missing (made only where the one before was at hand) goes
+    /// alone instead: its plain fragment, in one more `MGET`, only then.
+    private func sendAloneWhereMissing(_ pieces: inout [Piece], _ values: inout [ByteBuffer?], key: (Int64) -> String) async throws {
+        let missing = pieces.indices.filter { index in
+            guard pieces[index].chained, case .single = pieces[index].span else { return false }
+            return values[index].flatMap(CachedEntry.decodeChained) == nil
+        }
+        guard !missing.isEmpty else { return }
+        let fetched = try await redis.mget(missing.map { key(pieces[$0].first) })
+        for (index, value) in zip(missing, fetched) {
+            pieces[index] = Piece(span: pieces[index].span, chained: false)
+            values[index] = value
+        }
+    }
+
+    /// Sends alone (one more `MGET`, only then) every chained piece whose previous change set
+    /// does not go out as its dictionary: the device's own, which it gets in its author form,
+    /// or bytes of another history. Then swaps in the author's form of the device's own
+    /// revisions it did not know were its own, and ends the page again by the bytes of that form.
     private func finish(
-        _ read: [LogEntry], _ owners: [Int64], head: Int64, horizon: Int64, hole: Int64?, more: Bool, own: Set<Int64>, device: Device,
+        _ read: ReadEntries, head: Int64, horizon: Int64, hole: Int64?, more: Bool, own: Set<Int64>, device: Device,
         limits: CatchUpLimits, form: EntryForm, keys: CacheKeys
     ) async throws -> CacheRead {
         let state = LogState(head: head, horizon: horizon)
-        let mine = zip(read, owners).filter { $0.1 == device.id && !own.contains($0.0.revision) }.map(\.0.revision)
-        guard !mine.isEmpty else { return CacheRead(state: state, entries: read, more: more, hole: hole) }
+        var entries = read.entries
+        var hole = hole
+        var more = more
+        let broken = entries.indices.filter { index in
+            guard case .chained = entries[index].body else { return false }
+            guard index > 0, read.owners[index - 1] != device.id else { return true }
+            // Unknown after a plain run (its value has no CRC of its last change set): it was
+            // made from the same committed log as the chained piece, like every cached value.
+            guard let tail = read.tails[index - 1] else { return false }
+            return tail != read.dictionaries[index]
+        }
+        if !broken.isEmpty {
+            let fetched = try await redis.mget(broken.map { index in
+                if case .run(let size, let run, _) = read.spans[index] { keys.run(size, run) } else { keys.deflated(entries[index].revision) }
+            })
+            for (index, value) in zip(broken, fetched) {
+                let body: LogEntry.Body? =
+                    if case .run = read.spans[index] {
+                        value.flatMap { CachedRun.decode($0) }.map { .deflatedRun($0.fragment) }
+                    } else {
+                        value.flatMap { CachedEntry.decode($0, form: .deflated) }?.body
+                    }
+                guard let body else {
+                    // Evicted since: PostgreSQL fills the page in from here.
+                    (hole, more) = (entries[index].revision, false)
+                    entries.removeSubrange(index...)
+                    break
+                }
+                entries[index] = LogEntry(revision: entries[index].revision, body: body)
+            }
+        }
+        let mine = zip(entries, read.owners).filter { $0.1 == device.id && !own.contains($0.0.revision) }.map(\.0.revision)
+        guard !mine.isEmpty else { return CacheRead(state: state, entries: entries, more: more, hole: hole) }
         let authored = try await redis.mget(mine.map { form == .plain ? keys.author($0) : keys.authorDeflated($0) })
         var bodies: [Int64: LogEntry.Body] = [:]
         for (number, value) in zip(mine, authored) {
             if let value, let decoded = CachedEntry.decode(value, form: form) { bodies[number] = decoded.body }
         }
         var pager = CatchUpPager(limits: limits)
-        var entries: [LogEntry] = []
-        for entry in read {
+        var swappedEntries: [LogEntry] = []
+        for entry in entries {
             let body: LogEntry.Body
             if mine.contains(entry.revision) {
                 // Evicted between the two reads: PostgreSQL fills it in.
-                guard let found = bodies[entry.revision] else { return CacheRead(state: state, entries: entries, more: false, hole: entry.revision) }
+                guard let found = bodies[entry.revision] else { return CacheRead(state: state, entries: swappedEntries, more: false, hole: entry.revision) }
                 body = found
             } else {
                 body = entry.body
             }
             let swapped = LogEntry(revision: entry.revision, body: body)
-            guard pager.admit(size: swapped.size) else { return CacheRead(state: state, entries: entries, more: true, hole: nil) }
-            entries.append(swapped)
+            guard pager.admit(size: swapped.size) else { return CacheRead(state: state, entries: swappedEntries, more: true, hole: nil) }
+            swappedEntries.append(swapped)
         }
-        return CacheRead(state: state, entries: entries, more: more, hole: hole)
+        return CacheRead(state: state, entries: swappedEntries, more: more, hole: hole)
+    }
+}
+
+/// What a cache read has gathered, entry by entry: who made it, and the CRC-32s that say
+/// whether a chained piece fits after the one before it (`ChainedFragment`).
+private struct ReadEntries {
+    var entries: [LogEntry] = []
+    /// The author; nil within runs, which never hold the caller's own. (Not 0: that is the id
+    /// of `Device.nobody`, which a read for every woken waiter uses.)
+    var owners: [Int64?] = []
+    /// For a chained piece: the CRC-32 of the public JSON it must follow.
+    var dictionaries: [UInt32?] = []
+    /// The CRC-32 of the public JSON this entry ends with, where known.
+    var tails: [UInt32?] = []
+
+    /// What each entry was read as: a single, or the run it starts (nil within a run).
+    var spans: [CachedRun.Span?] = []
+
+    mutating func append(_ entry: LogEntry, span: CachedRun.Span?, owner: Int64?, dictionary: UInt32?, tail: UInt32?) {
+        entries.append(entry)
+        spans.append(span)
+        owners.append(owner)
+        dictionaries.append(dictionary)
+        tails.append(tail)
     }
 }

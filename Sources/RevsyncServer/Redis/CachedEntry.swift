@@ -1,7 +1,7 @@
 import NIOCore
 import RevsyncGzip
 
-/// A committed change set as Redis holds it, in four keys per revision:
+/// A committed change set as Redis holds it, in five keys per revision:
 ///
 /// | key | value |
 /// | --- | --- |
@@ -9,22 +9,30 @@ import RevsyncGzip
 /// | `o:<revision>` | `[device id][author JSON]` |
 /// | `pz:<revision>` | `[device id][JSON length: 4 bytes][CRC-32: 4 bytes][public JSON as a deflate fragment]` |
 /// | `oz:<revision>` | the same for the author's form |
+/// | `pc:<revision>` | `[device id][length][CRC-32][the dictionary's CRC-32: 4][the JSON's CRC-32: 4][fragment]` (`ChainedFragment`) |
 ///
 /// The public form is what every device gets; the author's (with `seq` and `__oldId__`)
 /// is read only for the requester's own revisions. The compressed forms are made once,
 /// here, and joined into gzip answers as they are. Every value starts with the author's
-/// id, so the catch-up script picks the form without parsing, and the page limits count
-/// the JSON length, which the compressed values carry.
+/// id, so a read picks the form without parsing, and the page limits count the JSON
+/// length, which the compressed values carry. `pc:` is the comma and the public JSON
+/// compressed with the previous revision's public JSON as the dictionary: an answer sends
+/// it right after that revision, and `pz:` where anything else comes before. It is made
+/// only where the previous revision's JSON is at hand; a read that finds none takes `pz:`.
 struct CachedEntry: Sendable {
     let entry: CommittedEntry
     let fragment: DeflateFragment
     let authorFragment: DeflateFragment
+    let chained: ChainedFragment?
 
-    /// Compresses both forms (at commit, or when PostgreSQL fills a hole).
-    init(_ entry: CommittedEntry) {
+    /// Compresses both forms (at commit, or when PostgreSQL fills a hole), and the chained
+    /// form when the previous revision's public JSON is given.
+    init(_ entry: CommittedEntry, previous: ByteBuffer? = nil) {
         self.entry = entry
-        fragment = DeflateFragment(compressing: entry.body)
+        let fragment = DeflateFragment(compressing: entry.body)
+        self.fragment = fragment
         authorFragment = DeflateFragment(compressing: entry.authorBody)
+        chained = previous.map { ChainedFragment(entry.body, after: $0, tail: fragment.crc) }
     }
 
     /// What `device` receives of this entry, in `form`.
@@ -44,13 +52,19 @@ struct CachedEntry: Sendable {
             [ByteBuffer(string: "SET"), ByteBuffer(string: keys.author(revision)), Self.plainValue(entry.deviceId, entry.authorBody)],
             [ByteBuffer(string: "SET"), ByteBuffer(string: keys.deflated(revision)), Self.deflatedValue(entry.deviceId, fragment)],
             [ByteBuffer(string: "SET"), ByteBuffer(string: keys.authorDeflated(revision)), Self.deflatedValue(entry.deviceId, authorFragment)],
-        ]
+        ] + (chained.map { [[ByteBuffer(string: "SET"), ByteBuffer(string: keys.chained(revision)), $0.value(prefix: Self.devicePrefix(entry.deviceId))]] } ?? [])
     }
 
     /// The bytes the four values take in Redis (for the window's byte budget).
     var cachedBytes: Int {
         entry.body.readableBytes + entry.authorBody.readableBytes + fragment.deflated.readableBytes
-            + authorFragment.deflated.readableBytes + 4 * 8 + 2 * 8
+            + authorFragment.deflated.readableBytes + (chained.map { $0.fragment.deflated.readableBytes + 24 } ?? 0) + 4 * 8 + 2 * 8
+    }
+
+    static func devicePrefix(_ deviceId: Int64) -> ByteBuffer {
+        var buffer = ByteBufferAllocator().buffer(capacity: 8)
+        buffer.writeInteger(deviceId)
+        return buffer
     }
 
     static func plainValue(_ deviceId: Int64, _ body: ByteBuffer) -> ByteBuffer {
@@ -84,6 +98,13 @@ struct CachedEntry: Sendable {
         }
     }
 
+    /// The author and the fragment of a `pc:` value.
+    static func decodeChained(_ value: ByteBuffer) -> (device: Int64, chained: ChainedFragment)? {
+        var value = value
+        guard let device = value.readInteger(as: Int64.self), let chained = ChainedFragment.decode(&value) else { return nil }
+        return (device, chained)
+    }
+
     /// The author and the public JSON of a `p:` value.
     static func decodePublic(_ value: ByteBuffer) -> (device: Int64, body: ByteBuffer)? {
         guard case .some((let device, .plain(let body))) = decode(value, form: .plain) else { return nil }
@@ -110,8 +131,12 @@ package struct CacheKeys: Sendable {
     package func author(_ revision: Int64) -> String { prefix + ":o:" + String(revision) }
     package func deflated(_ revision: Int64) -> String { prefix + ":pz:" + String(revision) }
     package func authorDeflated(_ revision: Int64) -> String { prefix + ":oz:" + String(revision) }
+    /// The public form compressed after the previous revision's (`ChainedFragment`).
+    package func chained(_ revision: Int64) -> String { prefix + ":pc:" + String(revision) }
     /// Run `index` of `size` revisions (`CachedRun`).
     package func run(_ size: Int64, _ index: Int64) -> String { prefix + ":r" + String(size) + ":" + String(index) }
+    /// The same run compressed after the revision before it (`ChainedFragment`).
+    package func chainedRun(_ size: Int64, _ index: Int64) -> String { prefix + ":rc" + String(size) + ":" + String(index) }
     /// Every key of one revision.
-    func all(_ revision: Int64) -> [String] { [entry(revision), author(revision), deflated(revision), authorDeflated(revision)] }
+    func all(_ revision: Int64) -> [String] { [entry(revision), author(revision), deflated(revision), authorDeflated(revision), chained(revision)] }
 }

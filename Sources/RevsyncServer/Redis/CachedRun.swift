@@ -10,7 +10,9 @@ import RevsyncGzip
 /// revisions `k·n + 1 … k·n + n`, joined by commas, in key `…:r<n>:<k>`:
 /// `[author count: 2 bytes][author ids: 8 bytes each][JSON length: 4][CRC-32: 4][fragment]`.
 /// A device that wrote one of them gets the run's change sets one by one (its own in the
-/// author's form). A run is made by the batch that commits its last revision; if it is
+/// author's form). Key `…:rc<n>:<k>` holds the same run compressed after revision `k·n`
+/// (`ChainedFragment`), for an answer that has just sent that revision: the authors, then
+/// `ChainedFragment`'s layout. A run is made by the batch that commits its last revision; if it is
 /// missing (evicted, flushed, or its maker failed) the change sets go one by one.
 package struct CachedRun: Sendable {
     /// Largest first: a range takes the longest runs that fit.
@@ -44,48 +46,64 @@ package struct CachedRun: Sendable {
 
     package let authors: [Int64]
     package let fragment: DeflateFragment
+    /// For a chained run (`rc` keys): what it must follow, and its last change set.
+    let link: ChainLink?
 
     /// The run of `size` that ends at `last`, when `last` ends one.
     static func ending(at last: Int64, size: Int64) -> Int64? {
         last % size == 0 ? last / size - 1 : nil
     }
 
-    /// The public bodies of the run, in order, compressed together.
-    init(bodies: [(device: Int64, body: ByteBuffer)]) {
+    /// Runs are compressed at a per-request level: 32 change sets at level 9 cost the batch that makes them too much.
+    static let level: Int32 = 6
+
+    /// The public bodies of the run, in order, compressed together; after `previous` (the
+    /// public JSON of the revision before the run) for the chained form.
+    init(bodies: [(device: Int64, body: ByteBuffer)], after previous: ByteBuffer? = nil) {
         var joined = ByteBufferAllocator().buffer(capacity: bodies.reduce(0) { $0 + $1.body.readableBytes + 1 })
         for (index, entry) in bodies.enumerated() {
             if index > 0 { joined.writeStaticString(",") }
-            var body = entry.body
-            joined.writeBuffer(&body)
+            joined.writeImmutableBuffer(entry.body)
         }
         authors = Array(Set(bodies.map(\.device))).sorted()
-        fragment = DeflateFragment(compressing: joined, level: 6)
+        if let previous, let last = bodies.last {
+            let chained = ChainedFragment(joined, after: previous, tail: DeflateFragment.crc(of: last.body), level: Self.level)
+            (fragment, link) = (chained.fragment, chained.link)
+        } else {
+            (fragment, link) = (DeflateFragment(compressing: joined, level: Self.level), nil)
+        }
     }
 
-    init(authors: [Int64], fragment: DeflateFragment) {
+    init(authors: [Int64], fragment: DeflateFragment, link: ChainLink? = nil) {
         self.authors = authors
         self.fragment = fragment
+        self.link = link
     }
 
     package var value: ByteBuffer {
-        var buffer = ByteBufferAllocator().buffer(capacity: 2 + 8 * authors.count + 8 + fragment.deflated.readableBytes)
-        buffer.writeInteger(UInt16(authors.count))
-        for author in authors { buffer.writeInteger(author) }
+        var prefix = ByteBufferAllocator().buffer(capacity: 2 + 8 * authors.count)
+        prefix.writeInteger(UInt16(authors.count))
+        for author in authors { prefix.writeInteger(author) }
+        if let link { return ChainedFragment(fragment: fragment, link: link).value(prefix: prefix) }
+        var buffer = prefix
         buffer.writeInteger(UInt32(truncatingIfNeeded: fragment.length))
         buffer.writeInteger(fragment.crc)
-        var deflated = fragment.deflated
-        buffer.writeBuffer(&deflated)
+        buffer.writeImmutableBuffer(fragment.deflated)
         return buffer
     }
 
-    /// Nil for bytes this server never wrote.
-    package static func decode(_ value: ByteBuffer) -> CachedRun? {
+    /// Nil for bytes this server never wrote. `chained`: the value of an `rc` key.
+    package static func decode(_ value: ByteBuffer, chained: Bool = false) -> CachedRun? {
         var value = value
         guard let count = value.readInteger(as: UInt16.self) else { return nil }
         var authors: [Int64] = []
         for _ in 0..<count {
             guard let author = value.readInteger(as: Int64.self) else { return nil }
             authors.append(author)
+        }
+        if chained {
+            guard let decoded = ChainedFragment.decode(&value) else { return nil }
+            return CachedRun(authors: authors, fragment: decoded.fragment, link: decoded.link)
         }
         guard let length = value.readInteger(as: UInt32.self), let crc = value.readInteger(as: UInt32.self) else { return nil }
         return CachedRun(authors: authors, fragment: DeflateFragment(deflated: value, crc: crc, length: Int(length)))

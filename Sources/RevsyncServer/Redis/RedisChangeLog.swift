@@ -25,6 +25,9 @@ public final class RedisChangeLog: ChangeLog {
     let keys = Mutex<CacheKeys?>(nil)
     /// A running average of entry sizes (all four values), to fit the window into `cacheMaxBytes`.
     private let averageEntryBytes = Mutex<Double>(1024)
+    /// The public JSON of this instance's last commit, which the next batch's first entry is
+    /// compressed after (`ChainedFragment`) when it follows on.
+    private let lastPublic = Mutex<(revision: Int64, body: ByteBuffer)?>(nil)
     /// The head and horizon as this instance last saw them (reads, and its own commits, which
     /// only raise the head), and when it last read them. The head is where a read expects the
     /// log to end.
@@ -281,13 +284,13 @@ public final class RedisChangeLog: ChangeLog {
         let postgres = self.postgres, metrics = self.metrics
         let entries = try await backfills.load(BackfillCoordinator.Range(first: first, last: last, limits: limits)) {
             metrics.recordCache("backfills")
-            return try await postgres.committedEntries(from: first, through: last, limits: limits).map(CachedEntry.init)
+            return Self.cachedEntries(try await postgres.committedEntries(from: first, through: last, limits: limits), previous: nil)
         }
         let oldest = head - window
         let kept = entries.filter { $0.entry.revision > oldest }
         var commands = kept.flatMap { $0.setCommands(keys: keys) }
         // The runs the filled range holds whole, so that later gzip answers take them.
-        commands += await runCommands(kept, keys: keys, readingEarlier: false)
+        commands += await runCommands(kept, previous: nil, keys: keys, readingEarlier: false)
         guard !commands.isEmpty else { return entries }
         do {
             _ = try await redis.pipeline(commands)
@@ -302,13 +305,15 @@ public final class RedisChangeLog: ChangeLog {
     }
 
     public func didCommit(_ entries: [CommittedEntry]) async {
-        guard let last = entries.last else { return }
+        guard let first = entries.first, let last = entries.last else { return }
         recentState.withLock { recent in
             recent.state = LogState(head: max(recent.state.head, last.revision), horizon: recent.state.horizon)
         }
         // Compressed only when Redis takes them: with the cache off or down, nobody would read them.
         guard let keys = usableKeys else { return }
-        let cached = entries.map(CachedEntry.init)
+        let previous = await publicBody(first.revision - 1, keys: keys)
+        let cached = Self.cachedEntries(entries, previous: previous.map { (first.revision - 1, $0) })
+        lastPublic.withLock { $0 = (last.revision, last.body) }
         for entry in cached {
             averageEntryBytes.withLock { $0 = $0 * 0.99 + Double(entry.cachedBytes) * 0.01 }
         }
@@ -319,11 +324,11 @@ public final class RedisChangeLog: ChangeLog {
             guard evicted > 0 else { continue }
             var victims = keys.all(evicted)
             for size in CachedRun.sizes {
-                if let run = CachedRun.ending(at: evicted, size: size) { victims.append(keys.run(size, run)) }
+                if let run = CachedRun.ending(at: evicted, size: size) { victims += [keys.run(size, run), keys.chainedRun(size, run)] }
             }
             commands.append([ByteBuffer(string: "DEL")] + victims.map { ByteBuffer(string: $0) })
         }
-        commands += await runCommands(cached, keys: keys, readingEarlier: true)
+        commands += await runCommands(cached, previous: previous, keys: keys, readingEarlier: true)
         // The entries first, then the head, in one round trip for the whole batch: a reader
         // that sees the new head finds the entries (or backfills them).
         commands.append(["EVAL", Self.raiseScript, "1", keys.head, String(last.revision)].map { ByteBuffer(string: $0) })
@@ -338,11 +343,33 @@ public final class RedisChangeLog: ChangeLog {
         }
     }
 
-    /// The runs `batch` completes (`CachedRun`), compressed. With `readingEarlier`, a run's
-    /// change sets before the batch come from Redis in one `MGET`, only when the batch ends a
-    /// run; without it, only runs the batch holds whole are made. A run that cannot be made
-    /// (an entry missing, Redis failing) is left out; its change sets then go one by one.
-    private func runCommands(_ batch: [CachedEntry], keys: CacheKeys, readingEarlier: Bool) async -> [[ByteBuffer]] {
+    /// Compresses `entries`, each chained after the one before it where that one is at hand
+    /// (`previous`, then the earlier entries of the list while their revisions follow on).
+    static func cachedEntries(_ entries: [CommittedEntry], previous: (revision: Int64, body: ByteBuffer)?) -> [CachedEntry] {
+        var before = previous
+        return entries.map { entry in
+            let chainedAfter = before.flatMap { $0.revision == entry.revision - 1 ? $0.body : nil }
+            before = (entry.revision, entry.body)
+            return CachedEntry(entry, previous: chainedAfter)
+        }
+    }
+
+    /// The public JSON of `revision`, to chain the next one after: this instance's last commit
+    /// when that was it (one instance: always), otherwise one `GET`; nil when Redis lacks it.
+    private func publicBody(_ revision: Int64, keys: CacheKeys) async -> ByteBuffer? {
+        guard revision > 0 else { return nil }
+        if let known = lastPublic.withLock({ $0 }), known.revision == revision { return known.body }
+        guard let value = try? await redis.get(keys.entry(revision)) else { return nil }
+        return CachedEntry.decodePublic(value)?.body
+    }
+
+    /// The runs `batch` completes (`CachedRun`), compressed alone and after the revision
+    /// before them. With `readingEarlier`, a run's change sets before the batch come from Redis
+    /// in one `MGET`, only when the batch ends a run; without it, only runs the batch holds
+    /// whole are made. `previous` is the public JSON of the revision before the batch, if known.
+    /// A run that cannot be made (an entry missing, Redis failing) is left out; its change sets
+    /// then go one by one.
+    private func runCommands(_ batch: [CachedEntry], previous: ByteBuffer?, keys: CacheKeys, readingEarlier: Bool) async -> [[ByteBuffer]] {
         var ends: [(size: Int64, run: Int64, first: Int64, last: Int64)] = []
         for entry in batch {
             let last = entry.entry.revision
@@ -350,10 +377,13 @@ public final class RedisChangeLog: ChangeLog {
                 if let run = CachedRun.ending(at: last, size: size) { ends.append((size, run, last - size + 1, last)) }
             }
         }
-        guard !ends.isEmpty else { return [] }
+        guard !ends.isEmpty, let first = batch.first?.entry.revision else { return [] }
         var bodies: [Int64: (device: Int64, body: ByteBuffer)] = [:]
         for entry in batch { bodies[entry.entry.revision] = (entry.entry.deviceId, entry.entry.body) }
-        let wanted = Set(ends.flatMap { $0.first...$0.last }).subtracting(bodies.keys).sorted()
+        // The members, and the revision before each run (its dictionary), which `previous` may already be.
+        let memberRevisions = Set(ends.flatMap { $0.first...$0.last })
+        let dictionaries = Set(ends.map { $0.first - 1 }).subtracting(previous == nil ? [] : [first - 1])
+        let wanted = memberRevisions.union(dictionaries).subtracting(bodies.keys).filter { $0 > 0 }.sorted()
         if readingEarlier && !wanted.isEmpty {
             guard let values = try? await redis.mget(wanted.map(keys.entry)) else { return [] }
             for (number, value) in zip(wanted, values) {
@@ -365,6 +395,10 @@ public final class RedisChangeLog: ChangeLog {
             let members = (end.first...end.last).compactMap { bodies[$0] }
             guard members.count == Int(end.size) else { continue }
             commands.append([ByteBuffer(string: "SET"), ByteBuffer(string: keys.run(end.size, end.run)), CachedRun(bodies: members).value])
+            if let before = bodies[end.first - 1]?.body ?? (end.first == first ? previous : nil) {
+                let chained = CachedRun(bodies: members, after: before)
+                commands.append([ByteBuffer(string: "SET"), ByteBuffer(string: keys.chainedRun(end.size, end.run)), chained.value])
+            }
         }
         return commands
     }

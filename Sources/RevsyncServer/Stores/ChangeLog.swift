@@ -20,6 +20,10 @@ public struct LogEntry: Sendable {
         /// This change set and the next ones of an aligned run, joined by commas and compressed
         /// together (far smaller than apart); the run's other entries are `inRun`.
         case deflatedRun(DeflateFragment)
+        /// The separator and this change set (or the run it starts, like `deflatedRun`),
+        /// compressed with the change set before it as the dictionary: far smaller than alone,
+        /// but valid only right after that change set's public form.
+        case chained(DeflateFragment)
         /// Sent within the run an earlier entry carries.
         case inRun
 
@@ -28,6 +32,8 @@ public struct LogEntry: Sendable {
             switch self {
             case .plain(let bytes): bytes.readableBytes
             case .deflated(let fragment), .deflatedRun(let fragment): fragment.length
+            // Without its leading comma.
+            case .chained(let fragment): fragment.length - 1
             case .inRun: 0
             }
         }

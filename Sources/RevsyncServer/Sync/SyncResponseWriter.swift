@@ -20,11 +20,22 @@ struct SyncResponseWriter {
 
     mutating func append(_ body: LogEntry.Body) {
         if case .inRun = body { return }
+        if case .chained(let fragment) = body {
+            // It holds its own separator, and refers back into the change set written before it.
+            count += 1
+            if assembler != nil {
+                assembler?.write(fragment)
+            } else {
+                // A store's mistake, as below: the plain bytes so far are its dictionary.
+                write((try? fragment.inflated(after: plain)) ?? ByteBuffer())
+            }
+            return
+        }
         separate()
         switch body {
         case .plain(let bytes):
             write(bytes)
-        case .inRun:
+        case .inRun, .chained:
             return
         case .deflated(let fragment) where assembler != nil, .deflatedRun(let fragment) where assembler != nil:
             assembler?.write(fragment)
