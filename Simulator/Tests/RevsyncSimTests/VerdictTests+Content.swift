@@ -98,6 +98,26 @@ extension VerdictTests {
             + "taken as acknowledged but never sent and acknowledged: device d1 seq 5")
     }
 
+    /// The author's form (its seq, its temporary ids) goes only to the device that made the
+    /// change set: a waiter once got other devices' change sets so when a commit held a whole run.
+    @Test func anotherDevicesChangeSetInTheAuthorsFormFailsTheContentCheck() {
+        var audit = ContentAudit()
+        let authors: [Int64: String] = [7: "d1", 8: "D2", 9: "d1"]
+        // Revision 3 is pruned: the log cannot say, so nothing is claimed.
+        audit.checkAuthorForms(received: ["D1": [3, 7, 9], "d2": [8]], authors: authors)
+        #expect(audit.foreignAuthorForms.isEmpty)
+        #expect(VerdictChecks.acknowledgedContent(audit).passed)
+
+        audit.checkAuthorForms(received: ["d1": [7, 8, 9], "d3": [9]], authors: authors)
+        #expect(audit.foreignAuthorForms == [
+            ForeignAuthorForm(device: "d1", revision: 8, author: "d2"), ForeignAuthorForm(device: "d3", revision: 9, author: "d1"),
+        ])
+        let check = VerdictChecks.acknowledgedContent(audit)
+        #expect(!check.passed)
+        #expect(check.detail == "0 of 0 acknowledged change sets hold what their device sent; "
+            + "another device's change set in the author's form: device d1 got revision 8, device d2's; device d3 got revision 9, device d1's")
+    }
+
     /// Before the server refused reused seqs, a device restored from an older copy of its file
     /// sent a new edit under a seq it had already used, and the server answered with the outcome
     /// of the change set first sent under it: the new edit was acknowledged and never applied.

@@ -17,9 +17,18 @@ final class AcknowledgementLedger: Sendable {
     }
 
     private let entries = Mutex<Set<Entry>>([])
+    /// Every revision any answer brought in the author's form (with a `seq`): the server
+    /// sends that form only to the device that made the change set.
+    private let authorForms = Mutex<Set<Int64>>([])
 
-    /// Notes the acknowledgements of `response` that answer change sets of `request`.
+    /// Notes the acknowledgements of `response` that answer change sets of `request`, and
+    /// the revisions it brought in the author's form.
     func record(_ request: SyncRequest, _ response: SyncResponse) {
+        let authored = response.changeSets.compactMap { changeSet -> Int64? in
+            guard changeSet.conflict != true, changeSet.seq != nil else { return nil }
+            return changeSet.revision
+        }
+        if !authored.isEmpty { authorForms.withLock { $0.formUnion(authored) } }
         let sent = Dictionary(request.changeSets.compactMap { set in set.seq.map { ($0, set) } }) { first, _ in first }
         guard !sent.isEmpty else { return }
         var found: [Entry] = []
@@ -30,6 +39,9 @@ final class AcknowledgementLedger: Sendable {
         guard !found.isEmpty else { return }
         entries.withLock { $0.formUnion(found) }
     }
+
+    /// The revisions answers brought in the author's form, in order.
+    var authorFormRevisions: [Int64] { authorForms.withLock { $0 }.sorted() }
 
     /// Everything recorded, as the device `deviceId`'s, in seq then revision order.
     func acknowledged(by deviceId: String) -> [AcknowledgedChangeSet] {

@@ -243,9 +243,11 @@ public actor SoakRun {
         var regressions: [RevisionRegression] = []
         var revoked: [RevokedDevice] = []
         var excused: Set<ChangeSetRef> = []
+        var authorForms: [String: [Int64]] = [:]
         for device in devices {
             for seq in await device.acknowledgedSeqs { acknowledged.insert(ChangeSetRef(device: device.deviceId, seq: seq)) }
             content += device.ledger.acknowledged(by: device.deviceId)
+            authorForms[device.deviceId, default: []] += device.ledger.authorFormRevisions
             for (from, to) in await device.regressions {
                 regressions.append(RevisionRegression(device: device.deviceId, from: from, to: to))
             }
@@ -256,7 +258,7 @@ public actor SoakRun {
         for device in devices { engines.append(await device.syncEngine) }
         var checks = try await VerdictGatherer(databaseURL: databaseURL, logger: logger).checks(
             devices: engines, acknowledged: acknowledged, regressions: regressions, acknowledgedContent: content,
-            revoked: revoked, excusedRejections: excused)
+            revoked: revoked, excusedRejections: excused, authorForms: authorForms)
         if !stuck.isEmpty {
             var details: [String] = []
             for index in stuck.prefix(5) {

@@ -31,12 +31,30 @@ public struct ContentAudit: Sendable, Hashable {
     /// acknowledging them: nothing says the server holds what the device made under
     /// them (a restored device's new edit taken for the lost copy's change set under its seq).
     public var unsent: [ChangeSetRef] = []
+    /// Change sets a device got in the author's form (its `seq`, its temporary ids) that
+    /// another device made.
+    public var foreignAuthorForms: [ForeignAuthorForm] = []
 
-    public init(acknowledged: Int = 0, pruned: Int = 0, mismatches: [ContentMismatch] = [], unsent: [ChangeSetRef] = []) {
+    public init(
+        acknowledged: Int = 0, pruned: Int = 0, mismatches: [ContentMismatch] = [], unsent: [ChangeSetRef] = [],
+        foreignAuthorForms: [ForeignAuthorForm] = []
+    ) {
         self.acknowledged = acknowledged
         self.pruned = pruned
         self.mismatches = mismatches
         self.unsent = unsent
+        self.foreignAuthorForms = foreignAuthorForms
+    }
+
+    /// Notes every revision a device got in the author's form (`received`, by device) that
+    /// the log says another device made (`authors`, by revision; pruned ones are not there).
+    public mutating func checkAuthorForms(received: [String: [Int64]], authors: [Int64: String]) {
+        foreignAuthorForms = received.flatMap { device, revisions in
+            revisions.compactMap { revision -> ForeignAuthorForm? in
+                guard let author = authors[revision], author.lowercased() != device.lowercased() else { return nil }
+                return ForeignAuthorForm(device: device, revision: revision, author: author)
+            }
+        }.sorted()
     }
 
     /// Notes the seqs in `acknowledged` (what the devices took as acknowledged) that no
@@ -60,4 +78,22 @@ public struct ContentAudit: Sendable, Hashable {
             mismatches.append(ContentMismatch(device: ack.device, seq: ack.seq, revision: ack.revision, problem: problem))
         }
     }
+}
+
+/// A change set a device got in the author's form that another device made.
+public struct ForeignAuthorForm: Sendable, Hashable, Codable, Comparable, CustomStringConvertible {
+    public var device: String
+    public var revision: Int64
+    /// The device the log says made it.
+    public var author: String
+
+    public init(device: String, revision: Int64, author: String) {
+        self.device = device.lowercased()
+        self.revision = revision
+        self.author = author.lowercased()
+    }
+
+    public static func < (lhs: Self, rhs: Self) -> Bool { (lhs.device, lhs.revision) < (rhs.device, rhs.revision) }
+
+    public var description: String { "device \(device) got revision \(revision), device \(author)'s" }
 }

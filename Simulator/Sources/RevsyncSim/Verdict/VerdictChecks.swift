@@ -51,14 +51,20 @@ public enum VerdictChecks {
     }
 
     /// The log entry at every acknowledged revision holds what the device sent under that
-    /// seq, and every seq a device took as acknowledged was sent and acknowledged as such.
+    /// seq, every seq a device took as acknowledged was sent and acknowledged as such, and
+    /// no device got another device's change set in the author's form.
     public static func acknowledgedContent(_ audit: ContentAudit) -> VerdictCheck {
         let compared = audit.acknowledged - audit.pruned
         var detail = "\(compared - audit.mismatches.count) of \(compared) acknowledged change sets hold what their device sent"
         if audit.pruned > 0 { detail += " (\(audit.pruned) pruned, not compared)" }
         if !audit.mismatches.isEmpty { detail += "; differ: " + list(audit.mismatches) }
         if !audit.unsent.isEmpty { detail += "; taken as acknowledged but never sent and acknowledged: " + list(audit.unsent) }
-        return VerdictCheck(name: Name.acknowledgedContent, passed: audit.mismatches.isEmpty && audit.unsent.isEmpty, detail: detail)
+        if !audit.foreignAuthorForms.isEmpty {
+            detail += "; another device's change set in the author's form: " + list(audit.foreignAuthorForms)
+        }
+        return VerdictCheck(
+            name: Name.acknowledgedContent, passed: audit.mismatches.isEmpty && audit.unsent.isEmpty && audit.foreignAuthorForms.isEmpty,
+            detail: detail)
     }
 
     /// Nothing was committed for a revoked device since its revocation, and its token

@@ -36,6 +36,23 @@ extension VerdictDatabase {
         return audit
     }
 
+    /// The device (public id) that made each of `revisions`, in batches; revisions the log no
+    /// longer holds (pruned) are left out.
+    static func authors(at revisions: [Int64], on connection: PostgresConnection, logger: Logger) async throws -> [Int64: String] {
+        var authors: [Int64: String] = [:]
+        let sorted = revisions.sorted()
+        for start in stride(from: 0, to: sorted.count, by: contentBatch * 10) {
+            let batch = Array(sorted[start..<min(start + contentBatch * 10, sorted.count)])
+            let rows = try await connection.query(
+                """
+                SELECT l.revision, d.public_id::text FROM revsync_log AS l JOIN revsync_devices AS d ON d.id = l.device_id
+                WHERE l.revision = ANY(\(batch))
+                """, logger: logger)
+            for try await (revision, device) in rows.decode((Int64, String).self) { authors[revision] = device.lowercased() }
+        }
+        return authors
+    }
+
     /// Each device's temporary ids and the permanent ids the server gave them.
     static func temporaryIds(
         of devices: Set<String>, on connection: PostgresConnection, logger: Logger

@@ -35,34 +35,41 @@ public struct VerdictGatherer: Sendable {
     ///     and of liveness (they cannot converge), checked for what their tokens got.
     ///   - excusedRejections: rejections a device cannot have received, besides those still
     ///     pending on a revoked device (the verdict finds those): a restore's abandoned change sets.
+    ///   - authorForms: by device, the revisions its answers brought in the author's form;
+    ///     each must be the device's own. Nil: not recorded.
     public func checks(
         devices: [any VerdictDevice], acknowledged: Set<ChangeSetRef>, regressions: [RevisionRegression],
-        acknowledgedContent: [AcknowledgedChangeSet]? = nil, revoked: [RevokedDevice] = [], excusedRejections: Set<ChangeSetRef> = []
+        acknowledgedContent: [AcknowledgedChangeSet]? = nil, revoked: [RevokedDevice] = [], excusedRejections: Set<ChangeSetRef> = [],
+        authorForms: [String: [Int64]]? = nil
     ) async throws -> [VerdictCheck] {
         try await gather(
             devices: devices, acknowledged: acknowledged, regressions: regressions, acknowledgedContent: acknowledgedContent,
-            revoked: revoked, excusedRejections: excusedRejections
+            revoked: revoked, excusedRejections: excusedRejections, authorForms: authorForms
         ).checks
     }
 
     public func gather(
         devices: [any VerdictDevice], acknowledged: Set<ChangeSetRef>, regressions: [RevisionRegression],
-        acknowledgedContent: [AcknowledgedChangeSet]? = nil, revoked: [RevokedDevice] = [], excusedRejections: Set<ChangeSetRef> = []
+        acknowledgedContent: [AcknowledgedChangeSet]? = nil, revoked: [RevokedDevice] = [], excusedRejections: Set<ChangeSetRef> = [],
+        authorForms: [String: [Int64]]? = nil
     ) async throws -> VerdictEvidence {
         let logger = self.logger
         let revokedIds = Set(revoked.map(\.device))
         return try await VerdictDatabase.withDatabase(url: databaseURL, logger: logger) { database in
-            let (schema, postgres, audit, contentRead, revocations) = try await database.inSnapshot { connection in
+            let (schema, postgres, audit, contentRead, revocations, authors) = try await database.inSnapshot { connection in
                 let schema = try await VerdictDatabase.schema(on: connection, logger: logger)
                 let digests = try await VerdictDatabase.digests(of: schema, on: connection, logger: logger)
                 let audit = try await VerdictDatabase.audit(on: connection, logger: logger)
                 let content = try await VerdictDatabase.contentAudit(
                     of: acknowledgedContent ?? [], horizon: audit.horizon, schema: schema, on: connection, logger: logger)
                 let revocations = try await VerdictDatabase.revocations(on: connection, logger: logger)
-                return (schema, digests, audit, content, revocations)
+                let authors = try await VerdictDatabase.authors(
+                    at: Array(Set((authorForms ?? [:]).values.joined())), on: connection, logger: logger)
+                return (schema, digests, audit, content, revocations, authors)
             }
             var content = contentRead
             if let acknowledgedContent { content.checkSent(acknowledged: acknowledged, sent: acknowledgedContent) }
+            if let authorForms { content.checkAuthorForms(received: authorForms, authors: authors) }
             var mismatches: [DigestMismatch] = []
             var firstMismatch: (device: any VerdictDevice, entity: Entity)?
             var lagging: [DeviceLag] = []
