@@ -148,7 +148,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         let body = #"{"error":"unavailable","message":"the server has too many open connections: retry shortly"}"#
         let response = "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\n"
             + "connection: close\r\ncontent-length: \(body.utf8.count)\r\n\r\n" + body
-        context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: response))).whenComplete { _ in
+        // On the channel's own loop, where the handler runs: the context need not cross threads.
+        context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: response))).assumeIsolated().whenComplete { _ in
             context.close(promise: nil)
         }
     }
