@@ -23,7 +23,7 @@ public final class RedisChangeLog: ChangeLog {
     let backfills = BackfillCoordinator()
     /// Set once the database's instance id is known (after migrations).
     let keys = Mutex<CacheKeys?>(nil)
-    /// A running average of entry sizes (all four values), to fit the window into `cacheMaxBytes`.
+    /// A running average of entry sizes (all five values), to fit the window into `cacheMaxBytes`.
     private let averageEntryBytes = Mutex<Double>(1024)
     /// The public JSON of this instance's last commit, which the next batch's first entry is
     /// compressed after (`ChainedFragment`) when it follows on.
