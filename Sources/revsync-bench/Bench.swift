@@ -213,10 +213,10 @@ struct Bench {
                         assembler.write(chained.fragment)
                     case .single:
                         // [author id: 8][JSON length: 4][CRC-32: 4][fragment]
-                        guard value.readInteger(as: Int64.self) != nil, let length = value.readInteger(as: UInt32.self),
-                            let crc = value.readInteger(as: UInt32.self)
-                        else { throw SettingsError("the floor found an entry it cannot read") }
-                        assembler.write(DeflateFragment(deflated: value, crc: crc, length: Int(length)))
+                        guard value.readInteger(as: Int64.self) != nil, let (fragment, _) = value.readFragment(chained: false) else {
+                            throw SettingsError("the floor found an entry it cannot read")
+                        }
+                        assembler.write(fragment)
                     }
                 }
                 assembler.write("],\"maxRevision\":\(revisions)}")

@@ -138,7 +138,6 @@ extension HTTPSyncTransport {
             path: path, revision: state.revision, schemaVersion: state.schemaVersion, digest: digest, etag: state.etag, bytes: bytes,
             receivedBytes: received, resumed: append)
     }
-
 }
 
 /// What a download of the SQLite snapshot learnt from its first answer, kept beside

@@ -76,12 +76,8 @@ struct CachedEntry: Sendable {
     }
 
     static func deflatedValue(_ deviceId: Int64, _ fragment: DeflateFragment) -> ByteBuffer {
-        var buffer = ByteBufferAllocator().buffer(capacity: 16 + fragment.deflated.readableBytes)
-        buffer.writeInteger(deviceId)
-        buffer.writeInteger(UInt32(truncatingIfNeeded: fragment.length))
-        buffer.writeInteger(fragment.crc)
-        var deflated = fragment.deflated
-        buffer.writeBuffer(&deflated)
+        var buffer = devicePrefix(deviceId)
+        buffer.writeFragment(fragment)
         return buffer
     }
 
@@ -93,8 +89,8 @@ struct CachedEntry: Sendable {
         case .plain:
             return (device, .plain(value))
         case .deflated:
-            guard let length = value.readInteger(as: UInt32.self), let crc = value.readInteger(as: UInt32.self) else { return nil }
-            return (device, .deflated(DeflateFragment(deflated: value, crc: crc, length: Int(length))))
+            guard let (fragment, _) = value.readFragment(chained: false) else { return nil }
+            return (device, .deflated(fragment))
         }
     }
 

@@ -81,14 +81,10 @@ package struct CachedRun: Sendable {
     }
 
     package var value: ByteBuffer {
-        var prefix = ByteBufferAllocator().buffer(capacity: 2 + 8 * authors.count)
-        prefix.writeInteger(UInt16(authors.count))
-        for author in authors { prefix.writeInteger(author) }
-        if let link { return ChainedFragment(fragment: fragment, link: link).value(prefix: prefix) }
-        var buffer = prefix
-        buffer.writeInteger(UInt32(truncatingIfNeeded: fragment.length))
-        buffer.writeInteger(fragment.crc)
-        buffer.writeImmutableBuffer(fragment.deflated)
+        var buffer = ByteBufferAllocator().buffer(capacity: 2 + 8 * authors.count + 16 + fragment.deflated.readableBytes)
+        buffer.writeInteger(UInt16(authors.count))
+        for author in authors { buffer.writeInteger(author) }
+        buffer.writeFragment(fragment, link: link)
         return buffer
     }
 
@@ -101,11 +97,7 @@ package struct CachedRun: Sendable {
             guard let author = value.readInteger(as: Int64.self) else { return nil }
             authors.append(author)
         }
-        if chained {
-            guard let decoded = ChainedFragment.decode(&value) else { return nil }
-            return CachedRun(authors: authors, fragment: decoded.fragment, link: decoded.link)
-        }
-        guard let length = value.readInteger(as: UInt32.self), let crc = value.readInteger(as: UInt32.self) else { return nil }
-        return CachedRun(authors: authors, fragment: DeflateFragment(deflated: value, crc: crc, length: Int(length)))
+        guard let (fragment, link) = value.readFragment(chained: chained) else { return nil }
+        return CachedRun(authors: authors, fragment: fragment, link: link)
     }
 }

@@ -34,22 +34,42 @@ package struct ChainedFragment: Sendable {
 
     /// `[prefix][length: 4][CRC-32: 4][dictionary's CRC-32: 4][tail's CRC-32: 4][fragment]`
     func value(prefix: ByteBuffer) -> ByteBuffer {
-        var buffer = ByteBufferAllocator().buffer(capacity: prefix.readableBytes + 16 + fragment.deflated.readableBytes)
-        buffer.writeImmutableBuffer(prefix)
-        buffer.writeInteger(UInt32(truncatingIfNeeded: fragment.length))
-        buffer.writeInteger(fragment.crc)
-        buffer.writeInteger(link.dictionary)
-        buffer.writeInteger(link.tail)
-        buffer.writeImmutableBuffer(fragment.deflated)
+        var buffer = prefix
+        buffer.writeFragment(fragment, link: link)
         return buffer
     }
 
     /// Reads what `value(prefix:)` wrote after its prefix; nil for bytes this server never wrote.
     package static func decode(_ value: inout ByteBuffer) -> ChainedFragment? {
-        guard let length = value.readInteger(as: UInt32.self), let crc = value.readInteger(as: UInt32.self),
-            let dictionary = value.readInteger(as: UInt32.self), let tail = value.readInteger(as: UInt32.self), length > 0
-        else { return nil }
-        return ChainedFragment(fragment: DeflateFragment(deflated: value, crc: crc, length: Int(length)), link: ChainLink(dictionary: dictionary, tail: tail))
+        guard let (fragment, link) = value.readFragment(chained: true), let link, fragment.length > 0 else { return nil }
+        return ChainedFragment(fragment: fragment, link: link)
+    }
+}
+
+extension ByteBuffer {
+    /// A compressed piece as every cached value holds it after its prefix:
+    /// `[JSON length: 4][CRC-32: 4]`, the two CRC-32s of `link` for a chained piece, then the fragment.
+    mutating func writeFragment(_ fragment: DeflateFragment, link: ChainLink? = nil) {
+        reserveCapacity(minimumWritableBytes: 16 + fragment.deflated.readableBytes)
+        writeInteger(UInt32(truncatingIfNeeded: fragment.length))
+        writeInteger(fragment.crc)
+        if let link {
+            writeInteger(link.dictionary)
+            writeInteger(link.tail)
+        }
+        writeImmutableBuffer(fragment.deflated)
+    }
+
+    /// Reads what `writeFragment` wrote: the rest of the buffer is the fragment. Nil when too short.
+    package mutating func readFragment(chained: Bool) -> (fragment: DeflateFragment, link: ChainLink?)? {
+        guard let length = readInteger(as: UInt32.self), let crc = readInteger(as: UInt32.self) else { return nil }
+        var link: ChainLink?
+        if chained {
+            guard let dictionary = readInteger(as: UInt32.self), let tail = readInteger(as: UInt32.self) else { return nil }
+            link = ChainLink(dictionary: dictionary, tail: tail)
+        }
+        let fragment = DeflateFragment(deflated: readSlice(length: readableBytes) ?? ByteBuffer(), crc: crc, length: Int(length))
+        return (fragment, link)
     }
 }
 

@@ -146,7 +146,6 @@ public struct ChangeSetCounts: Codable, Sendable, Equatable {
     public init() {}
 }
 
-/// HTTP body bytes of all device exchanges, as JSON (raw) and as sent (gzip where used).
 /// How the devices' bootstraps went: SQLite snapshot files downloaded whole, resumed
 /// after a cut (206), and cut mid-way (to be resumed), and JSON snapshots loaded.
 public struct SnapshotDownloads: Codable, Sendable, Equatable {
@@ -170,6 +169,7 @@ public struct SnapshotDownloads: Codable, Sendable, Equatable {
     }
 }
 
+/// HTTP body bytes of all device exchanges, as JSON (raw) and as sent (gzip where used).
 public struct ByteCounts: Codable, Sendable, Equatable {
     public var requestRaw = 0
     public var requestWire = 0
