@@ -30,10 +30,10 @@ import Testing
             .filter { $0.hasPrefix("revsync_cache_misses_total ") || $0.hasPrefix("revsync_cache_backfills_total ") }.sorted()
     }
 
-    /// Every key of the chained forms (`pc:` and `rc…:`).
+    /// Every key of the chained forms (`pcb:` and `rcb…:`).
     static func chainedKeys(_ redis: RedisClient, _ keys: CacheKeys) async throws -> [String] {
         var found: [String] = []
-        for pattern in [":pc:*", ":rc*"] {
+        for pattern in [":pcb:*", ":rcb*"] {
             var cursor = "0"
             repeat {
                 let reply = try await redis.command(["SCAN", cursor, "MATCH", keys.prefix + pattern, "COUNT", "10000"])

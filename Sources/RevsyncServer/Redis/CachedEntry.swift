@@ -7,18 +7,18 @@ import RevsyncGzip
 /// | --- | --- |
 /// | `p:<revision>` | `[device id: 8 bytes, big endian][public JSON]` |
 /// | `o:<revision>` | `[device id][author JSON]` |
-/// | `pz:<revision>` | `[device id][JSON length: 4 bytes][CRC-32: 4 bytes][public JSON as a deflate fragment]` |
-/// | `oz:<revision>` | the same for the author's form |
-/// | `pc:<revision>` | `[device id][length][CRC-32][the dictionary's CRC-32: 4][the JSON's CRC-32: 4][fragment]` (`ChainedFragment`) |
+/// | `pzb:<revision>` | `[device id][JSON length: 4 bytes][CRC-32: 4 bytes][shape: 1 byte][landmark][public JSON as a deflate fragment]` (`writeFragment`) |
+/// | `ozb:<revision>` | the same for the author's form |
+/// | `pcb:<revision>` | `[device id][length][CRC-32][the dictionary's CRC-32: 4][the JSON's CRC-32: 4][shape][landmark][fragment]` (`ChainedFragment`) |
 ///
 /// The public form is what every device gets; the author's (with `seq` and `__oldId__`)
 /// is read only for the requester's own revisions. The compressed forms are made once,
 /// here, and joined into gzip answers as they are. Every value starts with the author's
 /// id, so a read picks the form without parsing, and the page limits count the JSON
-/// length, which the compressed values carry. `pc:` is the comma and the public JSON
+/// length, which the compressed values carry. `pcb:` is the comma and the public JSON
 /// compressed with the previous revision's public JSON as the dictionary: an answer sends
-/// it right after that revision, and `pz:` where anything else comes before. It is made
-/// only where the previous revision's JSON is at hand; a read that finds none takes `pz:`.
+/// it right after that revision, and `pzb:` where anything else comes before. It is made
+/// only where the previous revision's JSON is at hand; a read that finds none takes `pzb:`.
 struct CachedEntry: Sendable {
     let entry: CommittedEntry
     let fragment: DeflateFragment
@@ -29,9 +29,9 @@ struct CachedEntry: Sendable {
     /// form when the previous revision's public JSON is given.
     init(_ entry: CommittedEntry, previous: ByteBuffer? = nil) {
         self.entry = entry
-        let fragment = DeflateFragment(compressing: entry.body)
+        let fragment = DeflateFragment(compressing: entry.body).marked(.lastRevision(in: entry.body))
         self.fragment = fragment
-        authorFragment = DeflateFragment(compressing: entry.authorBody)
+        authorFragment = DeflateFragment(compressing: entry.authorBody).marked(.lastRevision(in: entry.authorBody))
         chained = previous.map { ChainedFragment(entry.body, after: $0, tail: fragment.crc) }
     }
 
@@ -55,10 +55,10 @@ struct CachedEntry: Sendable {
         ] + (chained.map { [[ByteBuffer(string: "SET"), ByteBuffer(string: keys.chained(revision)), $0.value(prefix: Self.devicePrefix(entry.deviceId))]] } ?? [])
     }
 
-    /// The bytes the four values take in Redis (for the window's byte budget).
+    /// The bytes the five values take in Redis (for the window's byte budget).
     var cachedBytes: Int {
-        entry.body.readableBytes + entry.authorBody.readableBytes + fragment.deflated.readableBytes
-            + authorFragment.deflated.readableBytes + (chained.map { $0.fragment.deflated.readableBytes + 24 } ?? 0) + 4 * 8 + 2 * 8
+        entry.body.readableBytes + entry.authorBody.readableBytes + fragment.cachedBytes + authorFragment.cachedBytes
+            + (chained.map { $0.fragment.cachedBytes + 8 } ?? 0) + 5 * 8
     }
 
     static func devicePrefix(_ deviceId: Int64) -> ByteBuffer {
@@ -94,7 +94,7 @@ struct CachedEntry: Sendable {
         }
     }
 
-    /// The author and the fragment of a `pc:` value.
+    /// The author and the fragment of a `pcb:` value.
     static func decodeChained(_ value: ByteBuffer) -> (device: Int64, chained: ChainedFragment)? {
         var value = value
         guard let device = value.readInteger(as: Int64.self), let chained = ChainedFragment.decode(&value) else { return nil }
@@ -125,14 +125,17 @@ package struct CacheKeys: Sendable {
     /// another layout: the new names keep an older server's values from being misread.)
     package func entry(_ revision: Int64) -> String { prefix + ":p:" + String(revision) }
     package func author(_ revision: Int64) -> String { prefix + ":o:" + String(revision) }
-    package func deflated(_ revision: Int64) -> String { prefix + ":pz:" + String(revision) }
-    package func authorDeflated(_ revision: Int64) -> String { prefix + ":oz:" + String(revision) }
+    /// The compressed forms. (Before fragments were joined at the bit these were `pz:`, `oz:`,
+    /// `pc:`, `r<n>:` and `rc<n>:`, without the shape byte: the new names keep an older
+    /// server's values from being misread, and from being joined by it.)
+    package func deflated(_ revision: Int64) -> String { prefix + ":pzb:" + String(revision) }
+    package func authorDeflated(_ revision: Int64) -> String { prefix + ":ozb:" + String(revision) }
     /// The public form compressed after the previous revision's (`ChainedFragment`).
-    package func chained(_ revision: Int64) -> String { prefix + ":pc:" + String(revision) }
+    package func chained(_ revision: Int64) -> String { prefix + ":pcb:" + String(revision) }
     /// Run `index` of `size` revisions (`CachedRun`).
-    package func run(_ size: Int64, _ index: Int64) -> String { prefix + ":r" + String(size) + ":" + String(index) }
+    package func run(_ size: Int64, _ index: Int64) -> String { prefix + ":rb" + String(size) + ":" + String(index) }
     /// The same run compressed after the revision before it (`ChainedFragment`).
-    package func chainedRun(_ size: Int64, _ index: Int64) -> String { prefix + ":rc" + String(size) + ":" + String(index) }
+    package func chainedRun(_ size: Int64, _ index: Int64) -> String { prefix + ":rcb" + String(size) + ":" + String(index) }
     /// Every key of one revision.
     func all(_ revision: Int64) -> [String] { [entry(revision), author(revision), deflated(revision), authorDeflated(revision), chained(revision)] }
 }

@@ -7,10 +7,10 @@ import RevsyncGzip
 /// tables, so joined fragments come out two to three times the size of compressing the answer
 /// whole. A run of 32 (about a deflate window of ~1 KB change sets) compresses almost as well
 /// as the whole answer, and runs of 8 fill the edges of a range. Run `k` of size `n` holds
-/// revisions `k·n + 1 … k·n + n`, joined by commas, in key `…:r<n>:<k>`:
-/// `[author count: 2 bytes][author ids: 8 bytes each][JSON length: 4][CRC-32: 4][fragment]`.
+/// revisions `k·n + 1 … k·n + n`, joined by commas, in key `…:rb<n>:<k>`:
+/// `[author count: 2 bytes][author ids: 8 bytes each][JSON length: 4][CRC-32: 4][shape: 1][landmark][fragment]`.
 /// A device that wrote one of them gets the run's change sets one by one (its own in the
-/// author's form). Key `…:rc<n>:<k>` holds the same run compressed after revision `k·n`
+/// author's form). Key `…:rcb<n>:<k>` holds the same run compressed after revision `k·n`
 /// (`ChainedFragment`), for an answer that has just sent that revision: the authors, then
 /// `ChainedFragment`'s layout. A run is made by the batch that commits its last revision; if it is
 /// missing (evicted, flushed, or its maker failed) the change sets go one by one.
@@ -46,7 +46,7 @@ package struct CachedRun: Sendable {
 
     package let authors: [Int64]
     package let fragment: DeflateFragment
-    /// For a chained run (`rc` keys): what it must follow, and its last change set.
+    /// For a chained run (`rcb` keys): what it must follow, and its last change set.
     let link: ChainLink?
 
     /// The run of `size` that ends at `last`, when `last` ends one.
@@ -70,7 +70,7 @@ package struct CachedRun: Sendable {
             let chained = ChainedFragment(joined, after: previous, tail: DeflateFragment.crc(of: last.body), level: Self.level)
             (fragment, link) = (chained.fragment, chained.link)
         } else {
-            (fragment, link) = (DeflateFragment(compressing: joined, level: Self.level), nil)
+            (fragment, link) = (DeflateFragment(compressing: joined, level: Self.level).marked(.lastRevision(in: joined)), nil)
         }
     }
 
