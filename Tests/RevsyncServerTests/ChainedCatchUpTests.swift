@@ -160,4 +160,47 @@ import Testing
             }
         }
     }
+
+    /// A fragment holding a stored block (zlib stores what it cannot shrink, and the commit
+    /// falls back to storing when zlib fails) must start on a byte of the answer: a stored
+    /// block's padding counts from the start of the fragment it was made in. JSON rarely
+    /// makes zlib store a block, so every third change set's fragment is replaced by a
+    /// stored one, its chained piece and the runs dropped, and answers at many lags must
+    /// hold the plain JSON with those fragments after pieces that end inside a byte.
+    @Test func fragmentsHoldingAStoredBlockAreJoinedOnAByteAndHoldThePlainJSON() async throws {
+        try await withTestServer { harness in
+            let writer = try await harness.register("member", name: "writer")
+            let reader = try await harness.register("viewer", name: "reader")
+            let head = try await CacheTests.write(harness, writer, count: 60, perRequest: 7)
+            let keys = try await CacheTests.keys(harness)
+            let redis = try CacheTests.redis(harness.server.settings.redisURL)
+            var inside = 0
+            for revision in 1...head {
+                let value = try #require(try await redis.get(keys.deflated(revision)))
+                guard case .some((let author, .deflated(let fragment))) = CachedEntry.decode(value, form: .deflated) else {
+                    throw TestSetupError("pzb:\(revision) does not decode")
+                }
+                #expect(!fragment.startsOnByte, "zlib stored a block of revision \(revision)'s JSON")
+                if fragment.lastBits < 8 { inside += 1 }
+                guard revision % 3 == 0 else { continue }
+                let body = try #require(try await redis.get(keys.entry(revision)).flatMap(CachedEntry.decodePublic)).body
+                let stored = DeflateFragment(storing: body)
+                #expect(stored.startsOnByte)
+                try await redis.set(keys.deflated(revision), CachedEntry.deflatedValue(author, stored))
+                _ = try await redis.del([keys.chained(revision)])
+            }
+            // Most fragments end inside a byte, so the stored ones follow pieces that do.
+            #expect(inside > Int(head) / 2, "\(inside) of \(head) end inside a byte")
+            var runs: [String] = []
+            for size in CachedRun.sizes { for index in 0...(head / size) { runs += [keys.run(size, index), keys.chainedRun(size, index)] } }
+            _ = try await redis.del(runs)
+            for lag in [1, 2, 3, 4, 5, 7, 9, 16, 33, head] as [Int64] {
+                for device in [reader, writer] {
+                    let plain = try await CompressedCatchUpTests.json(harness.client, device, from: head - lag, gzip: false)
+                    #expect(try await CompressedCatchUpTests.json(harness.client, device, from: head - lag, gzip: true) == plain, "lag \(lag), \(device.id)")
+                }
+            }
+            await redis.shutdown()
+        }
+    }
 }
