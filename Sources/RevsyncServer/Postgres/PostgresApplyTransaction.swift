@@ -20,7 +20,7 @@ struct PostgresApplyTransaction: ApplyTransaction {
     }
 
     func lowestTemporaryId(_ device: Device) async throws -> Int64 {
-        let rows = try await connection.rows("SELECT COALESCE(min(temp_id), 0) FROM revsync_temp_ids WHERE device_id = \(device.id)", logger)
+        let rows = try await connection.preparedRows("SELECT COALESCE(min(temp_id), 0) FROM revsync_temp_ids WHERE device_id = \(device.id)", logger)
         return try rows.first?.decode(Int64.self) ?? 0
     }
 
@@ -31,7 +31,7 @@ struct PostgresApplyTransaction: ApplyTransaction {
     /// lock) does not wait for it. A revocation, which updates the row, waits for the batch,
     /// and a batch that comes after it sees the revocation.
     func lockDevices(_ ids: [Int64]) async throws -> [Int64: DeviceLock] {
-        let rows = try await connection.rows(
+        let rows = try await connection.preparedRows(
             "SELECT id, last_seq, revoked_at IS NOT NULL FROM revsync_devices WHERE id = ANY(\(ids)) ORDER BY id FOR NO KEY UPDATE", logger)
         var locks: [Int64: DeviceLock] = [:]
         for row in rows {
@@ -53,7 +53,7 @@ struct PostgresApplyTransaction: ApplyTransaction {
         guard !devices.isEmpty || !allocating.isEmpty else { return ([:], [:]) }
         let entities = allocating.map(\.key), numbers = allocating.map { Int64($0.value) }
         // Mappings carry their device (ids from 1); new ids come as device 0.
-        let rows = try await connection.rows(
+        let rows = try await connection.preparedRows(
             """
             SELECT t.device_id, t.temp_id, t.entity, t.id FROM unnest(\(devices)::bigint[], \(temporary)::bigint[]) AS u(device_id, temp_id)
             JOIN revsync_temp_ids AS t USING (device_id, temp_id)
@@ -75,7 +75,7 @@ struct PostgresApplyTransaction: ApplyTransaction {
     }
 
     func storedOutcome(seq: Int64, device: Device) async throws -> StoredOutcome? {
-        let rows = try await connection.rows(
+        let rows = try await connection.preparedRows(
             "SELECT revision, reason, change_set, digest FROM revsync_outcomes WHERE device_id = \(device.id) AND seq = \(seq)", logger)
         guard let row = rows.first else { return nil }
         let (revision, reasonText, changeSetText, digest) = try row.decode((Int64?, String?, String?, ByteBuffer?).self)
@@ -91,7 +91,7 @@ struct PostgresApplyTransaction: ApplyTransaction {
         var versions: [RecordKey: RecordVersion] = [:]
         for (entity, group) in Dictionary(grouping: keys, by: \.entity).sorted(by: { $0.key < $1.key }) {
             let ids = group.map(\.id).sorted()
-            let rows = try await connection.rows(
+            let rows = try await connection.preparedRows(
                 """
                 SELECT id, revision, rs_writer, rs_other_revision FROM \(unescaped: SQLIdentifier.quoted(entity))
                 WHERE id = ANY(\(ids)) ORDER BY id FOR UPDATE
@@ -109,7 +109,7 @@ struct PostgresApplyTransaction: ApplyTransaction {
         for (entity, group) in Dictionary(grouping: keys, by: \.entity).sorted(by: { $0.key < $1.key }) {
             let ids = group.map(\.id).sorted()
             // KEY SHARE keeps them from being deleted until this change set commits.
-            let rows = try await connection.rows(
+            let rows = try await connection.preparedRows(
                 "SELECT id FROM \(unescaped: SQLIdentifier.quoted(entity)) WHERE id = ANY(\(ids)) FOR KEY SHARE", logger)
             for row in rows { found.insert(RecordKey(entity, try row.decode(Int64.self))) }
         }
@@ -117,7 +117,7 @@ struct PostgresApplyTransaction: ApplyTransaction {
     }
 
     func lockChildren(_ relation: Relation, parents: [Int64]) async throws -> [ApplyPlanner.Child] {
-        let rows = try await connection.rows(
+        let rows = try await connection.preparedRows(
             """
             SELECT id, \(unescaped: SQLIdentifier.quoted(relation.attribute)), revision, rs_writer, rs_other_revision
             FROM \(unescaped: SQLIdentifier.quoted(relation.child))
@@ -179,7 +179,7 @@ struct PostgresApplyTransaction: ApplyTransaction {
         remember(writes, in: &statement)
         guard !statement.isEmpty else { return }
         do {
-            try await connection.run(statement.query(), logger)
+            try await connection.preparedRun(statement.query(), logger)
         } catch {
             throw Self.conflict(from: error) ?? error
         }
@@ -244,7 +244,7 @@ struct PostgresApplyTransaction: ApplyTransaction {
         var statement = BatchStatement()
         try ledger(rejections: rejections, lastSeqs: lastSeqs, in: &statement)
         guard !writes.isEmpty else {
-            if !statement.isEmpty { try await connection.run(statement.query(), logger) }
+            if !statement.isEmpty { try await connection.preparedRun(statement.query(), logger) }
             return []
         }
         // The k-th change set of the batch (from 1) gets base + k.
@@ -281,7 +281,7 @@ struct PostgresApplyTransaction: ApplyTransaction {
             SELECT h.base + e.k, e.device_id, NULLIF(e.seq, 0), replace(e.body, chr(1), (h.base + e.k)::text),
                 replace(e.author_body, chr(1), (h.base + e.k)::text) FROM \(head) AS h, \(entries) AS e
             """)
-        let rows = try await connection.rows(statement.query(final: "SELECT base FROM \(head)"), logger)
+        let rows = try await connection.preparedRows(statement.query(final: "SELECT base FROM \(head)"), logger)
         guard let base = try rows.first?.decode(Int64.self) else {
             throw StoreError.inconsistent("stamping the revisions returned nothing: is revsync_head empty? run `revsync migrate`")
         }
