@@ -72,11 +72,13 @@ public struct DeflateFragment: Sendable, Hashable {
     ///
     /// With a `dictionary`, the fragment may refer back into it, so it is valid only where the
     /// dictionary's bytes come right before it in the joined stream (its last 32 KiB count).
-    public init(compressing plain: ByteBuffer, level: Int32 = DeflateFragment.commitLevel, dictionary: ByteBuffer? = nil) {
+    /// Many fragments in a row should share one `deflater` (`Deflater` says why).
+    public init(compressing plain: ByteBuffer, level: Int32 = DeflateFragment.commitLevel, dictionary: ByteBuffer? = nil, with deflater: Deflater? = nil) {
         let crc = Self.crc(of: plain)
+        let deflater = deflater ?? Deflater(level: level)
         let compressed = plain.withUnsafeReadableBytes { input in
-            dictionary.map { dictionary in dictionary.withUnsafeReadableBytes { Self.deflate(input, level: level, dictionary: $0) } }
-                ?? Self.deflate(input, level: level, dictionary: nil)
+            dictionary.map { dictionary in dictionary.withUnsafeReadableBytes { Self.deflate(input, level: level, dictionary: $0, with: deflater) } }
+                ?? Self.deflate(input, level: level, dictionary: nil, with: deflater)
         }
         if let compressed {
             self.init(deflated: compressed.bytes, crc: crc, length: plain.readableBytes, lastBits: compressed.lastBits,
@@ -115,22 +117,19 @@ public struct DeflateFragment: Sendable, Hashable {
     }
 
     /// Raw deflate (no zlib or gzip wrapper) ending where its last block ends; nil when zlib fails.
-    private static func deflate(_ input: UnsafeRawBufferPointer, level: Int32, dictionary: UnsafeRawBufferPointer?)
+    private static func deflate(_ input: UnsafeRawBufferPointer, level: Int32, dictionary: UnsafeRawBufferPointer?, with deflater: Deflater)
         -> (bytes: ByteBuffer, lastBits: Int, startsOnByte: Bool)?
     {
-        var stream = z_stream()
-        // windowBits -15: raw deflate with the full 32 KiB window every gzip reader accepts.
-        guard CZlib_deflateInit2(&stream, level, -15, 8) == Z_OK else { return nil }
-        defer { deflateEnd(&stream) }
+        guard let stream = deflater.reset(level: level) else { return nil }
         let kept = dictionary.map { Self.window(of: $0) }
         if let kept, kept.count > 0 {
-            guard deflateSetDictionary(&stream, kept.baseAddress?.assumingMemoryBound(to: Bytef.self), uInt(kept.count)) == Z_OK else { return nil }
+            guard deflateSetDictionary(stream, kept.baseAddress?.assumingMemoryBound(to: Bytef.self), uInt(kept.count)) == Z_OK else { return nil }
         }
         // The bound is for Z_FINISH; the sync flush at the end adds at most an empty stored block (5 bytes) more.
-        let bound = Int(deflateBound(&stream, uLong(input.count))) + 16
+        let bound = Int(deflateBound(stream, uLong(input.count))) + 16
         var output = ByteBufferAllocator().buffer(capacity: bound)
-        stream.next_in = input.baseAddress.map { UnsafeMutablePointer(mutating: $0.assumingMemoryBound(to: Bytef.self)) }
-        stream.avail_in = uInt(input.count)
+        stream.pointee.next_in = input.baseAddress.map { UnsafeMutablePointer(mutating: $0.assumingMemoryBound(to: Bytef.self)) }
+        stream.pointee.avail_in = uInt(input.count)
         // Z_BLOCK ends the last block and holds its last 0…7 bits back; the sync flush after it
         // writes them out, followed by the empty stored block that is then cut off again.
         var blocksEnd: (bytes: Int, bits: Int)?
@@ -139,18 +138,18 @@ public struct DeflateFragment: Sendable, Hashable {
             output.reserveCapacity(minimumWritableBytes: max(64, bound / 4))
             var status = Z_OK
             let written = output.writeWithUnsafeMutableBytes(minimumWritableBytes: 64) { out in
-                stream.next_out = out.baseAddress?.assumingMemoryBound(to: Bytef.self)
-                stream.avail_out = uInt(out.count)
-                status = CZlib.deflate(&stream, flush)
-                return out.count - Int(stream.avail_out)
+                stream.pointee.next_out = out.baseAddress?.assumingMemoryBound(to: Bytef.self)
+                stream.pointee.avail_out = uInt(out.count)
+                status = CZlib.deflate(stream, flush)
+                return out.count - Int(stream.pointee.avail_out)
             }
-            guard status == Z_OK || status == Z_BUF_ERROR, written > 0 || stream.avail_out > 0 else { return nil }
+            guard status == Z_OK || status == Z_BUF_ERROR, written > 0 || stream.pointee.avail_out > 0 else { return nil }
             // A call is complete when zlib left room unused: everything is in and written.
-            guard stream.avail_in == 0 && stream.avail_out > 0 else { continue }
+            guard stream.pointee.avail_in == 0 && stream.pointee.avail_out > 0 else { continue }
             if flush == Z_SYNC_FLUSH { break }
             var pendingBytes: UInt32 = 0
             var pendingBits: Int32 = 0
-            guard deflatePending(&stream, &pendingBytes, &pendingBits) == Z_OK, pendingBytes == 0 else { return nil }
+            guard deflatePending(stream, &pendingBytes, &pendingBits) == Z_OK, pendingBytes == 0 else { return nil }
             blocksEnd = (output.readableBytes, Int(pendingBits))
             flush = Z_SYNC_FLUSH
         } while true

@@ -8,10 +8,12 @@ import RevsyncWire
 /// One change set's statements on one connection: it loads facts with their locks and
 /// writes what the rules decided. It decides nothing itself.
 struct PostgresApplyTransaction: ApplyTransaction {
-    let connection: PostgresConnection
+    let transaction: PipelinedTransaction
     let schema: DatasetSchema
-    let logger: Logger
     let delay: ApplyDelay?
+
+    var connection: PostgresConnection { transaction.connection }
+    var logger: Logger { transaction.logger }
 
     // MARK: LedgerReading
 
@@ -20,7 +22,7 @@ struct PostgresApplyTransaction: ApplyTransaction {
     }
 
     func lowestTemporaryId(_ device: Device) async throws -> Int64 {
-        let rows = try await connection.preparedRows("SELECT COALESCE(min(temp_id), 0) FROM revsync_temp_ids WHERE device_id = \(device.id)", logger)
+        let rows = try await fetch("SELECT COALESCE(min(temp_id), 0) FROM revsync_temp_ids WHERE device_id = \(device.id)")
         return try rows.first?.decode(Int64.self) ?? 0
     }
 
@@ -31,8 +33,8 @@ struct PostgresApplyTransaction: ApplyTransaction {
     /// lock) does not wait for it. A revocation, which updates the row, waits for the batch,
     /// and a batch that comes after it sees the revocation.
     func lockDevices(_ ids: [Int64]) async throws -> [Int64: DeviceLock] {
-        let rows = try await connection.preparedRows(
-            "SELECT id, last_seq, revoked_at IS NOT NULL FROM revsync_devices WHERE id = ANY(\(ids)) ORDER BY id FOR NO KEY UPDATE", logger)
+        let rows = try await fetch(
+            "SELECT id, last_seq, revoked_at IS NOT NULL FROM revsync_devices WHERE id = ANY(\(ids)) ORDER BY id FOR NO KEY UPDATE")
         var locks: [Int64: DeviceLock] = [:]
         for row in rows {
             let (id, last, revoked) = try row.decode((Int64, Int64, Bool).self)
@@ -42,6 +44,14 @@ struct PostgresApplyTransaction: ApplyTransaction {
     }
 
     func mappings(_ wanted: [Int64: Set<Int64>], allocating counts: [String: Int]) async throws -> (known: [Int64: [Int64: TemporaryIdMapping]], ids: [String: [Int64]]) {
+        guard let query = Self.mappingsQuery(wanted, allocating: counts) else { return ([:], [:]) }
+        return try Self.mappings(from: try await fetch(query))
+    }
+
+    /// One statement for the devices' temporary ids among those asked and `counts` new ids
+    /// per entity; nil when nothing is asked. Mappings carry their device (ids from 1); new
+    /// ids come as device 0.
+    static func mappingsQuery(_ wanted: [Int64: Set<Int64>], allocating counts: [String: Int]) -> PostgresQuery? {
         var devices: [Int64] = [], temporary: [Int64] = []
         for (device, ids) in wanted {
             for id in ids {
@@ -50,17 +60,18 @@ struct PostgresApplyTransaction: ApplyTransaction {
             }
         }
         let allocating = counts.filter { $0.value > 0 }.sorted { $0.key < $1.key }
-        guard !devices.isEmpty || !allocating.isEmpty else { return ([:], [:]) }
+        guard !devices.isEmpty || !allocating.isEmpty else { return nil }
         let entities = allocating.map(\.key), numbers = allocating.map { Int64($0.value) }
-        // Mappings carry their device (ids from 1); new ids come as device 0.
-        let rows = try await connection.preparedRows(
-            """
+        return """
             SELECT t.device_id, t.temp_id, t.entity, t.id FROM unnest(\(devices)::bigint[], \(temporary)::bigint[]) AS u(device_id, temp_id)
             JOIN revsync_temp_ids AS t USING (device_id, temp_id)
             UNION ALL
             SELECT 0, 0, u.entity, nextval(pg_get_serial_sequence(quote_ident(u.entity), 'id'))
             FROM unnest(\(entities)::text[], \(numbers)::bigint[]) AS u(entity, n), generate_series(1, u.n)
-            """, logger)
+            """
+    }
+
+    static func mappings(from rows: [PostgresRow]) throws -> (known: [Int64: [Int64: TemporaryIdMapping]], ids: [String: [Int64]]) {
         var known: [Int64: [Int64: TemporaryIdMapping]] = [:]
         var ids: [String: [Int64]] = [:]
         for row in rows {
@@ -75,8 +86,8 @@ struct PostgresApplyTransaction: ApplyTransaction {
     }
 
     func storedOutcome(seq: Int64, device: Device) async throws -> StoredOutcome? {
-        let rows = try await connection.preparedRows(
-            "SELECT revision, reason, change_set, digest FROM revsync_outcomes WHERE device_id = \(device.id) AND seq = \(seq)", logger)
+        let rows = try await fetch(
+            "SELECT revision, reason, change_set, digest FROM revsync_outcomes WHERE device_id = \(device.id) AND seq = \(seq)")
         guard let row = rows.first else { return nil }
         let (revision, reasonText, changeSetText, digest) = try row.decode((Int64?, String?, String?, ByteBuffer?).self)
         let decoder = JSONDecoder()
@@ -91,11 +102,11 @@ struct PostgresApplyTransaction: ApplyTransaction {
         var versions: [RecordKey: RecordVersion] = [:]
         for (entity, group) in Dictionary(grouping: keys, by: \.entity).sorted(by: { $0.key < $1.key }) {
             let ids = group.map(\.id).sorted()
-            let rows = try await connection.preparedRows(
+            let rows = try await fetch(
                 """
                 SELECT id, revision, rs_writer, rs_other_revision FROM \(unescaped: SQLIdentifier.quoted(entity))
                 WHERE id = ANY(\(ids)) ORDER BY id FOR UPDATE
-                """, logger)
+                """)
             for row in rows {
                 let (id, revision, writer, other) = try row.decode((Int64, Int64, Int64, Int64).self)
                 versions[RecordKey(entity, id)] = RecordVersion(revision: revision, writer: writer, otherRevision: other)
@@ -109,20 +120,20 @@ struct PostgresApplyTransaction: ApplyTransaction {
         for (entity, group) in Dictionary(grouping: keys, by: \.entity).sorted(by: { $0.key < $1.key }) {
             let ids = group.map(\.id).sorted()
             // KEY SHARE keeps them from being deleted until this change set commits.
-            let rows = try await connection.preparedRows(
-                "SELECT id FROM \(unescaped: SQLIdentifier.quoted(entity)) WHERE id = ANY(\(ids)) FOR KEY SHARE", logger)
+            let rows = try await fetch(
+                "SELECT id FROM \(unescaped: SQLIdentifier.quoted(entity)) WHERE id = ANY(\(ids)) FOR KEY SHARE")
             for row in rows { found.insert(RecordKey(entity, try row.decode(Int64.self))) }
         }
         return found
     }
 
     func lockChildren(_ relation: Relation, parents: [Int64]) async throws -> [ApplyPlanner.Child] {
-        let rows = try await connection.preparedRows(
+        let rows = try await fetch(
             """
             SELECT id, \(unescaped: SQLIdentifier.quoted(relation.attribute)), revision, rs_writer, rs_other_revision
             FROM \(unescaped: SQLIdentifier.quoted(relation.child))
             WHERE \(unescaped: SQLIdentifier.quoted(relation.attribute)) = ANY(\(parents)) ORDER BY id FOR UPDATE
-            """, logger)
+            """)
         return try rows.map { row in
             let (child, parent, revision, writer, other) = try row.decode((Int64, Int64, Int64, Int64, Int64).self)
             return ApplyPlanner.Child(id: child, parent: parent, version: RecordVersion(revision: revision, writer: writer, otherRevision: other))
@@ -179,7 +190,7 @@ struct PostgresApplyTransaction: ApplyTransaction {
         remember(writes, in: &statement)
         guard !statement.isEmpty else { return }
         do {
-            try await connection.preparedRun(statement.query(), logger)
+            try await execute(statement.query())
         } catch {
             throw Self.conflict(from: error) ?? error
         }
@@ -187,7 +198,7 @@ struct PostgresApplyTransaction: ApplyTransaction {
 
     func checkConstraints() async throws {
         do {
-            try await connection.run("SET CONSTRAINTS ALL IMMEDIATE", logger)
+            try await execute("SET CONSTRAINTS ALL IMMEDIATE")
         } catch {
             throw Self.conflict(from: error) ?? error
         }
@@ -244,7 +255,8 @@ struct PostgresApplyTransaction: ApplyTransaction {
         var statement = BatchStatement()
         try ledger(rejections: rejections, lastSeqs: lastSeqs, in: &statement)
         guard !writes.isEmpty else {
-            if !statement.isEmpty { try await connection.preparedRun(statement.query(), logger) }
+            if !statement.isEmpty { try await execute(statement.query()) }
+            try await transaction.commit()
             return []
         }
         // The k-th change set of the batch (from 1) gets base + k.
@@ -281,12 +293,13 @@ struct PostgresApplyTransaction: ApplyTransaction {
             SELECT h.base + e.k, e.device_id, NULLIF(e.seq, 0), replace(e.body, chr(1), (h.base + e.k)::text),
                 replace(e.author_body, chr(1), (h.base + e.k)::text) FROM \(head) AS h, \(entries) AS e
             """)
-        let rows = try await connection.preparedRows(statement.query(final: "SELECT base FROM \(head)"), logger)
+        let rows = try await fetch(statement.query(final: "SELECT base FROM \(head)"))
         guard let base = try rows.first?.decode(Int64.self) else {
             throw StoreError.inconsistent("stamping the revisions returned nothing: is revsync_head empty? run `revsync migrate`")
         }
         // Between the stamp and COMMIT, where a writer that let a later revision commit first would show.
         if let delay { await delay() }
+        try await transaction.commit()
         // The same substitution PostgreSQL made, so caches get the stored bytes without reading them back.
         return writes.enumerated().map { offset, write in
             let revision = base + Int64(offset + 1)
@@ -300,12 +313,23 @@ struct PostgresApplyTransaction: ApplyTransaction {
     /// Each change set written on its own begins with its foreign keys deferred again, so its
     /// creates may come in any order.
     func savepoint() async throws {
-        try await connection.run("SET CONSTRAINTS ALL DEFERRED", logger)
-        try await connection.run("SAVEPOINT change_set", logger)
+        try await execute("SET CONSTRAINTS ALL DEFERRED")
+        try await execute("SAVEPOINT change_set")
     }
 
     func rollbackToSavepoint() async throws {
-        try await connection.run("ROLLBACK TO SAVEPOINT change_set", logger)
+        try await execute("ROLLBACK TO SAVEPOINT change_set")
+    }
+
+    /// A statement's rows, once BEGIN is known to have opened the transaction it ran in.
+    private func fetch(_ query: PostgresQuery) async throws -> [PostgresRow] {
+        let rows = try await connection.preparedRows(query, self.logger)
+        try await transaction.checkOpened()
+        return rows
+    }
+
+    private func execute(_ query: PostgresQuery) async throws {
+        _ = try await fetch(query)
     }
 
     private static func hex(_ bytes: [UInt8]) -> String {

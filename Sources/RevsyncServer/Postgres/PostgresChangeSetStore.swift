@@ -5,7 +5,7 @@ import PostgresNIO
 import RevsyncRules
 import RevsyncWire
 
-/// Change sets applied in PostgreSQL: one transaction each, run again after a deadlock.
+/// Change sets applied in PostgreSQL: one transaction a batch, run again after a deadlock.
 struct PostgresChangeSetStore: ChangeSetStore {
     let database: Database
     let schema: DatasetSchema
@@ -21,8 +21,18 @@ struct PostgresChangeSetStore: ChangeSetStore {
         while true {
             attempt += 1
             do {
-                return try await database.transaction { connection in
-                    try await body(PostgresApplyTransaction(connection: connection, schema: schema, logger: logger, delay: delay))
+                return try await database.withConnection { connection in
+                    let transaction = PipelinedTransaction(on: connection, isolation: "READ COMMITTED", logger: logger)
+                    do {
+                        // The stamp commits the batch; a body that never reaches it commits here.
+                        let result = try await body(PostgresApplyTransaction(transaction: transaction, schema: schema, delay: delay))
+                        try await transaction.commitIfOpen()
+                        return result
+                    } catch {
+                        // After a COMMIT that rolled back, PostgreSQL only warns of no transaction.
+                        try? await connection.run("ROLLBACK", logger)
+                        throw error
+                    }
                 }
             } catch let error where attempt < 5 && error.sqlState.map(Self.retryableStates.contains) == true {
                 logger.debug("retrying change set after a deadlock", metadata: ["attempt": "\(attempt)"])

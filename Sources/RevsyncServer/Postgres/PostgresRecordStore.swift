@@ -21,7 +21,8 @@ struct PostgresRecordReading: RecordReading {
     let logger: Logger
 
     func mappings(_ ids: Set<Int64>, device: Device) async throws -> [Int64: TemporaryIdMapping] {
-        try await PostgresApplyTransaction(connection: connection, schema: schema, logger: logger, delay: nil).mappings(ids, device: device)
+        guard let query = PostgresApplyTransaction.mappingsQuery([device.id: ids], allocating: [:]) else { return [:] }
+        return try PostgresApplyTransaction.mappings(from: try await connection.preparedRows(query, logger)).known[device.id] ?? [:]
     }
 
     func records(_ entity: String, ids: [Int64]) async throws -> [StoredRecord] {

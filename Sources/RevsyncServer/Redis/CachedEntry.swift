@@ -26,13 +26,14 @@ struct CachedEntry: Sendable {
     let chained: ChainedFragment?
 
     /// Compresses both forms (at commit, or when PostgreSQL fills a hole), and the chained
-    /// form when the previous revision's public JSON is given.
-    init(_ entry: CommittedEntry, previous: ByteBuffer? = nil) {
+    /// form when the previous revision's public JSON is given. Entries compressed one after
+    /// another should share a `deflater`.
+    init(_ entry: CommittedEntry, previous: ByteBuffer? = nil, with deflater: Deflater = Deflater()) {
         self.entry = entry
-        let fragment = DeflateFragment(compressing: entry.body).marked(.lastRevision(in: entry.body))
+        let fragment = DeflateFragment(compressing: entry.body, with: deflater).marked(.lastRevision(in: entry.body))
         self.fragment = fragment
-        authorFragment = DeflateFragment(compressing: entry.authorBody).marked(.lastRevision(in: entry.authorBody))
-        chained = previous.map { ChainedFragment(entry.body, after: $0, tail: fragment.crc) }
+        authorFragment = DeflateFragment(compressing: entry.authorBody, with: deflater).marked(.lastRevision(in: entry.authorBody))
+        chained = previous.map { ChainedFragment(entry.body, after: $0, tail: fragment.crc, with: deflater) }
     }
 
     /// What `device` receives of this entry, in `form`.

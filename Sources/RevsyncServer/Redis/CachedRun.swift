@@ -59,7 +59,7 @@ package struct CachedRun: Sendable {
 
     /// The public bodies of the run, in order, compressed together; after `previous` (the
     /// public JSON of the revision before the run) for the chained form.
-    init(bodies: [(device: Int64, body: ByteBuffer)], after previous: ByteBuffer? = nil) {
+    init(bodies: [(device: Int64, body: ByteBuffer)], after previous: ByteBuffer? = nil, with deflater: Deflater? = nil) {
         var joined = ByteBufferAllocator().buffer(capacity: bodies.reduce(0) { $0 + $1.body.readableBytes + 1 })
         for (index, entry) in bodies.enumerated() {
             if index > 0 { joined.writeStaticString(",") }
@@ -67,10 +67,10 @@ package struct CachedRun: Sendable {
         }
         authors = Array(Set(bodies.map(\.device))).sorted()
         if let previous, let last = bodies.last {
-            let chained = ChainedFragment(joined, after: previous, tail: DeflateFragment.crc(of: last.body), level: Self.level)
+            let chained = ChainedFragment(joined, after: previous, tail: DeflateFragment.crc(of: last.body), level: Self.level, with: deflater)
             (fragment, link) = (chained.fragment, chained.link)
         } else {
-            (fragment, link) = (DeflateFragment(compressing: joined, level: Self.level).marked(.lastRevision(in: joined)), nil)
+            (fragment, link) = (DeflateFragment(compressing: joined, level: Self.level, with: deflater).marked(.lastRevision(in: joined)), nil)
         }
     }
 

@@ -19,11 +19,11 @@ package struct ChainedFragment: Sendable {
     package let link: ChainLink
 
     /// The comma and `plain`, compressed after `previous`; `tail` is the CRC-32 of its last change set.
-    init(_ plain: ByteBuffer, after previous: ByteBuffer, tail: UInt32, level: Int32 = DeflateFragment.commitLevel) {
+    init(_ plain: ByteBuffer, after previous: ByteBuffer, tail: UInt32, level: Int32 = DeflateFragment.commitLevel, with deflater: Deflater? = nil) {
         var joined = ByteBufferAllocator().buffer(capacity: plain.readableBytes + 1)
         joined.writeStaticString(",")
         joined.writeImmutableBuffer(plain)
-        fragment = DeflateFragment(compressing: joined, level: level, dictionary: previous).marked(.lastRevision(in: joined))
+        fragment = DeflateFragment(compressing: joined, level: level, dictionary: previous, with: deflater).marked(.lastRevision(in: joined))
         link = ChainLink(dictionary: DeflateFragment.crc(of: previous), tail: tail)
     }
 

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Logging
 import NIOCore
+import RevsyncGzip
 import RevsyncRedis
 import RevsyncRules
 import Synchronization
@@ -32,9 +33,10 @@ public final class RedisChangeLog: ChangeLog {
     /// only raise the head), and when it last read them. The head is where a read expects the
     /// log to end.
     private let recentState = Mutex<(state: LogState, readAt: ContinuousClock.Instant?)>((LogState(head: 0, horizon: 0), nil))
-    /// How long a device at the head is told so without asking Redis. Within one instance its
-    /// own commits move the head at once; another instance's commit may go unseen this long,
-    /// as if the request had come that much earlier.
+    /// How long a state read answers for without asking Redis again: a device at the head is
+    /// told so, and a writing request's `maxRevision` is checked against it. Within one
+    /// instance its own commits move the head at once; another instance's commit (or the
+    /// pruner's horizon) may go unseen this long, as if the request had come that much earlier.
     static let stateFreshFor: Duration = .milliseconds(2)
 
     var knownHead: Int64 { recentState.withLock { $0.state.head } }
@@ -188,6 +190,13 @@ public final class RedisChangeLog: ChangeLog {
         }
         // Flushed or never written: PostgreSQL knows, and the cache learns it.
         return try await authoritativeState()
+    }
+
+    /// A writing request checks its `maxRevision` against this; read once every couple of
+    /// milliseconds, it spares a busy instance a Redis round trip per request.
+    public func recentState() async throws -> LogState {
+        if let fresh = freshState { return fresh }
+        return try await state()
     }
 
     public func authoritativeState() async throws -> LogState {
@@ -347,10 +356,11 @@ public final class RedisChangeLog: ChangeLog {
     /// (`previous`, then the earlier entries of the list while their revisions follow on).
     static func cachedEntries(_ entries: [CommittedEntry], previous: (revision: Int64, body: ByteBuffer)?) -> [CachedEntry] {
         var before = previous
+        let deflater = Deflater()
         return entries.map { entry in
             let chainedAfter = before.flatMap { $0.revision == entry.revision - 1 ? $0.body : nil }
             before = (entry.revision, entry.body)
-            return CachedEntry(entry, previous: chainedAfter)
+            return CachedEntry(entry, previous: chainedAfter, with: deflater)
         }
     }
 
@@ -391,12 +401,13 @@ public final class RedisChangeLog: ChangeLog {
             }
         }
         var commands: [[ByteBuffer]] = []
+        let deflater = Deflater(level: CachedRun.level)
         for end in ends {
             let members = (end.first...end.last).compactMap { bodies[$0] }
             guard members.count == Int(end.size) else { continue }
-            commands.append([ByteBuffer(string: "SET"), ByteBuffer(string: keys.run(end.size, end.run)), CachedRun(bodies: members).value])
+            commands.append([ByteBuffer(string: "SET"), ByteBuffer(string: keys.run(end.size, end.run)), CachedRun(bodies: members, with: deflater).value])
             if let before = bodies[end.first - 1]?.body ?? (end.first == first ? previous : nil) {
-                let chained = CachedRun(bodies: members, after: before)
+                let chained = CachedRun(bodies: members, after: before, with: deflater)
                 commands.append([ByteBuffer(string: "SET"), ByteBuffer(string: keys.chainedRun(end.size, end.run)), chained.value])
             }
         }

@@ -80,6 +80,9 @@ public struct CatchUpPage: Sendable {
 public protocol ChangeLog: Sendable {
     /// The head and horizon; a cache may answer with a head that lags behind.
     func state() async throws -> LogState
+    /// `state()`, or what this instance saw of it a moment ago (a cache's `stateFreshFor`):
+    /// what a request that came that much earlier would have been told.
+    func recentState() async throws -> LogState
     /// The head and horizon as PostgreSQL has them.
     func authoritativeState() async throws -> LogState
     /// Entries after `revision` up to `head` (or beyond) in order, gap-free, at least one when
@@ -99,6 +102,8 @@ public protocol ChangeLog: Sendable {
 }
 
 extension ChangeLog {
+    public func recentState() async throws -> LogState { try await state() }
+
     /// Two reads: the state, then the page through its head.
     public func catchUp(
         after revision: Int64, for device: Device, limits: CatchUpLimits, form: EntryForm

@@ -93,7 +93,8 @@ package protocol ApplyTransaction: LedgerReading {
     /// Takes the next `writes.count` revisions, in order, and stamps them on the written
     /// records, the log entries and the seqs' outcomes; remembers the rejections' outcomes and
     /// moves each device's last seq. The revision lock is taken here, last, and held only
-    /// until COMMIT; without writes no revision is taken.
+    /// until COMMIT; without writes no revision is taken. It ends the transaction: storage
+    /// commits right after it, and nothing runs after it.
     func stamp(_ writes: [PlannedWrite], rejections: [PlannedRejection], lastSeqs: [Int64: Int64]) async throws -> [CommittedEntry]
     /// Subtransactions, for a batch whose writes PostgreSQL refused: each change set is then
     /// written on its own, and one that fails is undone alone.

@@ -42,21 +42,70 @@ struct Committer: Sendable {
         }
     }
 
-    /// Applies the next batch, answers the requests it finished, and hands the lead on.
+    /// Applies the next batch and hands the lead on; then, once the cache has learned the
+    /// batch's entries, answers the requests it finished.
+    ///
+    /// The next batch's transaction runs while this one's entries are compressed and written
+    /// to the cache: on two cores the two overlap, where one after the other they took a
+    /// quarter of each batch's time. Caches learn batches in commit order (`PublicationTurn`),
+    /// and a request is answered only after its entries are cached, as before.
     private func leadOneBatch() async {
         if batchWait > .zero { try? await Task.sleep(for: batchWait) }
         let batch = await queue.takeBatch()
+        let results: [BatchResult]
         do {
-            let results = try await applier.apply(batch.items)
-            await changeLog.didCommit(results.compactMap {
-                if case .done(.applied(_, _, let entry)) = $0 { entry } else { nil }
-            })
-            await queue.settle(batch, results: results)
+            results = try await applier.apply(batch.items)
         } catch {
             // The transaction failed as a whole (PostgreSQL went away, retries ran out): nothing committed.
             await queue.fail(batch, error)
+            await queue.handOff()
+            return
         }
+        let settled = await queue.settle(batch, results: results)
         await queue.handOff()
+        await settled.turn.wait()
+        await changeLog.didCommit(results.compactMap {
+            if case .done(.applied(_, _, let entry)) = $0 { entry } else { nil }
+        })
+        settled.turn.finish()
+        for (promise, signal) in settled.answers { promise.send(signal) }
+    }
+}
+
+/// A batch's place in the order in which caches learn what was committed: its publication
+/// waits for the one before it to finish. Only the next batch's leader waits on a turn.
+final class PublicationTurn: Sendable {
+    private struct State {
+        /// Dropped once waited for, so that turns do not chain back to the first batch.
+        var previous: PublicationTurn?
+        var finished = false
+        var waiter: CheckedContinuation<Void, Never>?
+    }
+
+    private let state: Mutex<State>
+
+    init(after previous: PublicationTurn?) { state = Mutex(State(previous: previous)) }
+
+    /// Returns once the batch before has been published.
+    func wait() async {
+        guard let previous = state.withLock({ $0.previous }) else { return }
+        await withCheckedContinuation { continuation in
+            let finished = previous.state.withLock { state in
+                if !state.finished { state.waiter = continuation }
+                return state.finished
+            }
+            if finished { continuation.resume() }
+        }
+        state.withLock { $0.previous = nil }
+    }
+
+    func finish() {
+        let waiter = state.withLock { state in
+            state.finished = true
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
     }
 }
 
@@ -94,6 +143,8 @@ actor CommitQueue {
     let batchSize: Int
     private var waiting: [CommitJob] = []
     private var leading = false
+    /// The last batch settled: the next one is published after it.
+    private var lastTurn: PublicationTurn?
 
     init(batchSize: Int) { self.batchSize = batchSize }
 
@@ -122,9 +173,13 @@ actor CommitQueue {
         return CommitBatch(jobs: jobs, items: items)
     }
 
-    /// Hands each request of `batch` its outcomes: a request that is done or failed is
-    /// answered; one with change sets left goes back to the front of the queue, in order.
-    func settle(_ batch: CommitBatch, results: [BatchResult]) {
+    /// Records each request's outcomes from `batch`: a request with change sets left goes back
+    /// to the front of the queue, in order; those done or failed are returned with their
+    /// answers, to be sent once the batch is published, in `turn` (its place in commit order).
+    func settle(_ batch: CommitBatch, results: [BatchResult]) -> (turn: PublicationTurn, answers: [(CommitPromise, CommitSignal)]) {
+        let turn = PublicationTurn(after: lastTurn)
+        lastTurn = turn
+        var answers: [(CommitPromise, CommitSignal)] = []
         var unfinished: [CommitJob] = []
         for (index, job) in batch.jobs.enumerated() {
             var outcomes: [ApplyOutcome] = []
@@ -140,14 +195,15 @@ actor CommitQueue {
             }
             let finished = job.advance(outcomes)
             if let failure {
-                job.promise.send(.done(.failure(failure)))
+                answers.append((job.promise, .done(.failure(failure))))
             } else if finished {
-                job.promise.send(.done(.success(job.outcomes)))
+                answers.append((job.promise, .done(.success(job.outcomes))))
             } else {
                 unfinished.append(job)
             }
         }
         waiting.insert(contentsOf: unfinished, at: 0)
+        return (turn, answers)
     }
 
     /// Answers every request of a batch whose transaction failed as a whole.

@@ -69,7 +69,7 @@ package struct SyncService: Sendable {
             metrics.recordCatchUp(changeSets: page.entries.count, source: page.source, duration: ContinuousClock.now - started)
             return respond(page, maxRevision: request.maxRevision, acks: [], correctives: [], gzip: gzip)
         }
-        var state = try await changeLog.state()
+        var state = try await changeLog.recentState()
         if request.maxRevision > state.head { state = try await changeLog.authoritativeState() }
         try CatchUpRules.checkEnvelope(maxRevision: request.maxRevision, state: state)
 

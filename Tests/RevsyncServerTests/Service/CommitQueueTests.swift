@@ -26,7 +26,7 @@ import Testing
         #expect(batch.items.map(\.job) == [0, 0, 1, 1, 1])
         #expect(batch.jobs.count == 2)
         // The cut request keeps its place at the front.
-        await queue.settle(batch, results: batch.items.map { _ in .done(.repeated(revision: 1, seq: 1)) })
+        _ = await queue.settle(batch, results: batch.items.map { _ in .done(.repeated(revision: 1, seq: 1)) })
         let next = await queue.takeBatch()
         #expect(next.jobs.first === second && next.items.count == 2)
     }
@@ -38,7 +38,9 @@ import Testing
         _ = await queue.enqueue(second)
         let batch = await queue.takeBatch()
         _ = await queue.enqueue(late)
-        await queue.settle(batch, results: [.done(.repeated(revision: 1, seq: 1)), .deferred, .done(.repeated(revision: 2, seq: 1))])
+        let settled = await queue.settle(batch, results: [.done(.repeated(revision: 1, seq: 1)), .deferred, .done(.repeated(revision: 2, seq: 1))])
+        #expect(settled.answers.count == 1 && settled.answers.first?.0 === second.promise, "only the finished request is answered")
+        for (promise, signal) in settled.answers { promise.send(signal) }
         guard case .done(.success(let outcomes)) = await second.promise.next() else { Issue.record("the finished request was not answered"); return }
         #expect(outcomes.count == 1)
         let next = await queue.takeBatch()
@@ -52,7 +54,7 @@ import Testing
         #expect(await queue.enqueue(first))
         #expect(await queue.enqueue(second) == false)
         let batch = await queue.takeBatch()
-        await queue.settle(batch, results: [.done(.repeated(revision: 1, seq: 1))])
+        _ = await queue.settle(batch, results: [.done(.repeated(revision: 1, seq: 1))])
         await queue.handOff()
         guard case .lead = await second.promise.next() else { Issue.record("the waiting request was not given the lead"); return }
         _ = await queue.takeBatch()
