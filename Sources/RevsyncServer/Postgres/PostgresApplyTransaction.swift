@@ -5,8 +5,8 @@ import PostgresNIO
 import RevsyncRules
 import RevsyncWire
 
-/// One change set's statements on one connection: it loads facts with their locks and
-/// writes what the rules decided. It decides nothing itself.
+/// One batch's statements on one connection (`PipelinedTransaction`): it loads facts with
+/// their locks and writes what the rules decided. It decides nothing itself.
 struct PostgresApplyTransaction: ApplyTransaction {
     let transaction: PipelinedTransaction
     let schema: DatasetSchema
