@@ -77,13 +77,10 @@ let package = Package(
             resources: [.copy("Resources/openapi.json")],
             swiftSettings: swiftSettings
         ),
-        // Debian's hiredis (libhiredis-dev) as a Swift module.
-        .systemLibrary(name: "CHiredis", path: "Sources/CHiredis", pkgConfig: "hiredis"),
-        // A small Redis client on hiredis; blocking calls run on a thread pool.
+        // A small Redis client on SwiftNIO: RESP2, pipelined calls on a few shared connections.
         .target(
             name: "RevsyncRedis",
             dependencies: [
-                "CHiredis",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -241,7 +238,14 @@ let package = Package(
             path: "Tests/RevsyncTestSupport",
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "RevsyncRedisTests", dependencies: ["RevsyncRedis", "RevsyncHarness", "RevsyncTestSupport"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "RevsyncRedisTests",
+            dependencies: [
+                "RevsyncRedis", "RevsyncHarness", "RevsyncTestSupport",
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "RevsyncHarnessTests",
             dependencies: ["RevsyncHarness", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],

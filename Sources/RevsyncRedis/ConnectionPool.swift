@@ -1,25 +1,24 @@
 import Logging
+import NIOCore
 import Synchronization
 
-/// The client's connections and the permits that bound how many calls use them at once.
+/// The client's connections: at most `poolSize`, shared by every call.
 ///
-/// A call first awaits a permit (without blocking a thread), then, inside its
-/// thread-pool work item, checks out a connection — an idle one that still
-/// works, or a new one — and checks it back in when done. Permits equal the pool
-/// size, so there are never more connections than that. A broken connection is
-/// dropped at check-in (its `deinit` frees it) and the next call connects anew:
-/// that is the whole reconnect story, and it needs nothing from the caller.
+/// Calls take the slots in turn, so concurrent calls spread over the connections and pipeline
+/// on each. A slot whose connection has failed or closed (Redis restarted, a command timed
+/// out) is connected anew by the next call that takes it: that is the whole reconnect story,
+/// and it needs nothing from the caller. Calls arriving while a slot connects wait for that
+/// one connect instead of starting their own.
 final class ConnectionPool: Sendable {
-    private struct Waiter {
-        var id: Int
-        var continuation: CheckedContinuation<Void, any Error>
+    private enum Slot {
+        case empty
+        case connecting(EventLoopFuture<RedisConnection>)
+        case ready(RedisConnection)
     }
 
     private struct State {
-        var freePermits: Int
-        var waiters: [Waiter] = []
-        var nextWaiterID = 0
-        var idle: [RedisConnection] = []
+        var slots: [Slot]
+        var next = 0
         var isShutDown = false
         /// The last connect failure, replayed to callers until the retry delay has passed.
         var connectFailure: (error: RedisError, until: ContinuousClock.Instant)?
@@ -27,151 +26,130 @@ final class ConnectionPool: Sendable {
         var isUnreachable = false
     }
 
+    /// What a call found in its slot.
+    private enum Turn {
+        case use(RedisConnection)
+        case await(EventLoopFuture<RedisConnection>)
+        case connect(slot: Int, EventLoopPromise<RedisConnection>)
+    }
+
     private let state: Mutex<State>
     private let configuration: RedisConfiguration
+    private let eventLoopGroup: any EventLoopGroup
     private let logger: Logger
 
-    init(configuration: RedisConfiguration, logger: Logger) {
-        self.state = Mutex(State(freePermits: configuration.poolSize))
+    init(configuration: RedisConfiguration, eventLoopGroup: any EventLoopGroup, logger: Logger) {
+        self.state = Mutex(State(slots: Array(repeating: .empty, count: configuration.poolSize)))
         self.configuration = configuration
+        self.eventLoopGroup = eventLoopGroup
         self.logger = logger
     }
 
     var isShutDown: Bool { state.withLock { $0.isShutDown } }
 
-    // MARK: Permits (async, never block a thread)
-
-    /// Waits for one of the `poolSize` permits. Throws `RedisError.shutDown` or `CancellationError`.
-    func acquirePermit() async throws {
-        let id: Int? = try state.withLock { state throws(RedisError) -> Int? in
-            guard !state.isShutDown else { throw .shutDown }
-            if state.freePermits > 0 {
-                state.freePermits -= 1
-                return nil
-            }
-            state.nextWaiterID += 1
-            return state.nextWaiterID
-        }
-        guard let id else { return }
-
-        try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let immediate: (any Error)?? = state.withLock { state in
-                    if state.isShutDown { return .some(RedisError.shutDown) }
-                    // A permit may have come back since the fast path looked.
-                    if state.freePermits > 0 {
-                        state.freePermits -= 1
-                        return .some(nil)
-                    }
-                    // Checked under the lock: the cancellation handler takes the same lock, so
-                    // either it already ran (and the flag is set) or it will find this waiter.
-                    if Task.isCancelled { return .some(CancellationError()) }
-                    state.waiters.append(Waiter(id: id, continuation: continuation))
-                    return .none
-                }
-                switch immediate {
-                case .none: break
-                case .some(.none): continuation.resume()
-                case .some(.some(let error)): continuation.resume(throwing: error)
-                }
-            }
-        } onCancel: {
-            let waiter = state.withLock { state -> Waiter? in
-                guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
-                return state.waiters.remove(at: index)
-            }
-            waiter?.continuation.resume(throwing: CancellationError())
-        }
-    }
-
-    /// Returns a permit, handing it straight to the longest waiter if there is one.
-    func releasePermit() {
-        let next = state.withLock { state -> Waiter? in
-            if state.waiters.isEmpty {
-                state.freePermits += 1
-                return nil
-            }
-            return state.waiters.removeFirst()
-        }
-        next?.continuation.resume()
-    }
-
-    // MARK: Connections (blocking; only inside a thread-pool work item holding a permit)
-
-    /// An idle connection that still works, or a new one. Blocks while connecting.
-    func checkOut() throws(RedisError) -> RedisConnection {
-        while let connection = state.withLock({ $0.idle.popLast() }) {
-            if connection.isReusable() { return connection }
-            logger.debug("discarding a dead idle Redis connection", metadata: ["redis.endpoint": "\(configuration.endpoint)"])
-        }
-
+    /// A working connection, opened here if its slot has none.
+    /// - Throws: ``RedisError/shutDown``, or ``RedisError/connectionFailed(endpoint:reason:)``
+    ///   (replayed without a new attempt within the retry delay of the last failure).
+    func connection() async throws(RedisError) -> RedisConnection {
         let now = ContinuousClock.now
-        let recentFailure = state.withLock { state -> RedisError? in
-            guard let failure = state.connectFailure, now < failure.until else { return nil }
-            return failure.error
+        let turn = try state.withLock { state throws(RedisError) -> Turn in
+            guard !state.isShutDown else { throw .shutDown }
+            let slot = state.next
+            state.next = (state.next + 1) % state.slots.count
+            switch state.slots[slot] {
+            case .ready(let connection) where connection.isUsable:
+                return .use(connection)
+            case .connecting(let future):
+                return .await(future)
+            case .ready, .empty:
+                if let failure = state.connectFailure, now < failure.until { throw failure.error }
+                let promise = eventLoopGroup.any().makePromise(of: RedisConnection.self)
+                state.slots[slot] = .connecting(promise.futureResult)
+                return .connect(slot: slot, promise)
+            }
         }
-        if let recentFailure { throw recentFailure }
-
-        do {
-            let connection = try RedisConnection(configuration: configuration)
-            let recovered = state.withLock { state in
-                defer { state.isUnreachable = false }
-                state.connectFailure = nil
-                return state.isUnreachable
-            }
-            if recovered {
-                logger.notice("Redis is reachable again", metadata: ["redis.endpoint": "\(configuration.endpoint)"])
-            } else {
-                logger.debug("opened a Redis connection", metadata: ["redis.endpoint": "\(configuration.endpoint)"])
-            }
+        switch turn {
+        case .use(let connection):
             return connection
-        } catch {
-            let wasReachable = state.withLock { state in
-                defer { state.isUnreachable = true }
-                if configuration.connectRetryDelay > .zero {
-                    state.connectFailure = (error, ContinuousClock.now + configuration.connectRetryDelay)
-                }
-                return !state.isUnreachable
+        case .await(let future):
+            return try await Self.value(of: future)
+        case .connect(let slot, let promise):
+            do {
+                let connection = try await RedisConnection.connect(configuration: configuration, eventLoopGroup: eventLoopGroup)
+                try connected(connection, slot: slot)
+                promise.succeed(connection)
+                return connection
+            } catch {
+                failedToConnect(error, slot: slot)
+                promise.fail(error)
+                throw error
             }
-            if wasReachable {
-                logger.warning(
-                    "cannot connect to Redis",
-                    metadata: ["redis.endpoint": "\(configuration.endpoint)", "redis.error": "\(error)"])
-            }
-            throw error
         }
     }
 
-    /// Takes a connection back, or drops it if it broke or the pool has shut down.
-    func checkIn(_ connection: RedisConnection) {
-        guard !connection.isBroken else {
-            logger.debug("discarding a broken Redis connection", metadata: ["redis.endpoint": "\(configuration.endpoint)"])
-            return
-        }
-        // Dropped outside the lock if the pool is gone: deinit closes the socket.
-        _ = state.withLock { state -> RedisConnection? in
-            guard !state.isShutDown else { return connection }
-            state.idle.append(connection)
-            return nil
-        }
-    }
-
-    // MARK: Shutdown
-
-    /// Refuses new calls, fails the waiting ones and closes the idle connections.
-    /// Connections in use are closed when their calls check them in.
-    func shutdown() {
-        let (waiters, idle) = state.withLock { state in
+    /// Closes every connection; calls waiting on them fail with ``RedisError/shutDown``,
+    /// and so does every call made afterwards. Returns once the connections have closed.
+    func shutdown() async {
+        let slots = state.withLock { state in
             state.isShutDown = true
-            defer {
-                state.waiters = []
-                state.idle = []
+            defer { state.slots = state.slots.map { _ in .empty } }
+            return state.slots
+        }
+        for slot in slots {
+            switch slot {
+            case .ready(let connection):
+                connection.close()
+                await connection.closed()
+            case .connecting(let future):
+                // `connected` sees the flag and closes it.
+                if let connection = try? await Self.value(of: future) { await connection.closed() }
+            case .empty:
+                break
             }
-            return (state.waiters, state.idle)
         }
-        for waiter in waiters {
-            waiter.continuation.resume(throwing: RedisError.shutDown)
+    }
+
+    private func connected(_ connection: RedisConnection, slot: Int) throws(RedisError) {
+        let (recovered, isShutDown) = state.withLock { state in
+            defer { state.isUnreachable = false }
+            state.connectFailure = nil
+            if !state.isShutDown { state.slots[slot] = .ready(connection) }
+            return (state.isUnreachable, state.isShutDown)
         }
-        _ = idle  // released here, outside the lock; each deinit calls redisFree
+        if isShutDown {
+            connection.close()
+            throw .shutDown
+        }
+        if recovered {
+            logger.notice("Redis is reachable again", metadata: ["redis.endpoint": "\(configuration.endpoint)"])
+        } else {
+            logger.debug("opened a Redis connection", metadata: ["redis.endpoint": "\(configuration.endpoint)"])
+        }
+    }
+
+    private func failedToConnect(_ error: RedisError, slot: Int) {
+        let wasReachable = state.withLock { state in
+            defer { state.isUnreachable = true }
+            if !state.isShutDown { state.slots[slot] = .empty }
+            if configuration.connectRetryDelay > .zero, error != .shutDown {
+                state.connectFailure = (error, ContinuousClock.now + configuration.connectRetryDelay)
+            }
+            return !state.isUnreachable
+        }
+        if wasReachable, error != .shutDown {
+            logger.warning(
+                "cannot connect to Redis",
+                metadata: ["redis.endpoint": "\(configuration.endpoint)", "redis.error": "\(error)"])
+        }
+    }
+
+    private static func value(of future: EventLoopFuture<RedisConnection>) async throws(RedisError) -> RedisConnection {
+        do {
+            return try await future.get()
+        } catch let error as RedisError {
+            throw error
+        } catch {
+            throw .protocolError("connecting failed with \(error)")
+        }
     }
 }

@@ -2,9 +2,7 @@ import NIOCore
 
 /// Encodes commands as RESP multi-bulk requests (`*<n>\r\n$<len>\r\n<bytes>\r\n…`).
 ///
-/// The connection hands the result to `redisAppendFormattedCommand`, which
-/// sends it as is: encoding here keeps arguments binary-safe without building
-/// C pointer arrays, and lets a pipeline go out as one buffer.
+/// Arguments stay binary-safe, and a pipeline goes out as one buffer in one write.
 enum RESPCommandEncoder {
     /// Appends one command to `buffer`.
     static func encode(_ arguments: [ByteBuffer], into buffer: inout ByteBuffer) throws(RedisError) {

@@ -17,7 +17,7 @@ extension RedisClient {
     ///   or another ``RedisError`` if Redis could not be asked.
     public func command(_ arguments: [ByteBuffer]) async throws -> RedisValue {
         try await withConnection { connection throws(RedisError) in
-            try connection.execute(arguments).throwingServerError()
+            try await connection.execute(arguments).throwingServerError()
         }
     }
 
@@ -29,7 +29,7 @@ extension RedisClient {
     public func pipeline(_ commands: [[ByteBuffer]]) async throws -> [RedisValue] {
         guard !commands.isEmpty else { return [] }
         return try await withConnection { connection throws(RedisError) in
-            try connection.execute(pipeline: commands)
+            try await connection.execute(pipeline: commands)
         }
     }
 

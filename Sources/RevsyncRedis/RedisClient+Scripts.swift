@@ -21,14 +21,14 @@ extension RedisClient {
         let tail = ([String(keys.count)] + keys).map { ByteBuffer(string: $0) } + args
         return try await withConnection { [scripts] connection throws(RedisError) in
             if let sha = scripts.sha(for: script) {
-                let reply = try connection.execute([ByteBuffer(string: "EVALSHA"), ByteBuffer(string: sha)] + tail)
+                let reply = try await connection.execute([ByteBuffer(string: "EVALSHA"), ByteBuffer(string: sha)] + tail)
                 if case .error(let message) = reply, message.hasPrefix("NOSCRIPT") {
                     scripts.forget(script)
                 } else {
                     return try reply.throwingServerError()
                 }
             }
-            let replies = try connection.execute(pipeline: [
+            let replies = try await connection.execute(pipeline: [
                 [ByteBuffer(string: "SCRIPT"), ByteBuffer(string: "LOAD"), ByteBuffer(string: script)],
                 [ByteBuffer(string: "EVAL"), ByteBuffer(string: script)] + tail,
             ])

@@ -3,8 +3,8 @@ import NIOCore
 import NIOPosix
 import Synchronization
 
-/// One Redis channel followed on a connection and a thread of its own: a subscribed
-/// connection takes no other command, and hiredis blocks.
+/// One Redis channel followed on a connection of its own: a subscribed connection takes no
+/// other command.
 ///
 /// The connection is opened anew after any failure (Redis restarted, the network
 /// dropped), `retryDelay` after the last try. Messages published while it was down
@@ -25,65 +25,54 @@ public struct RedisSubscription: Sendable {
 
     /// Follows the channel until the calling task is cancelled.
     /// - Parameters:
-    ///   - subscribed: called after every (re)subscription, on the subscription's thread.
+    ///   - eventLoopGroup: where the connection lives; the process's shared one unless given.
+    ///   - subscribed: called after every (re)subscription.
     ///   - lost: called when a subscription ends by a failure (messages are lost until the next `subscribed`).
-    ///   - message: called with each message's payload, in order, on the subscription's thread.
+    ///   - message: called with each message's payload, in order, on the connection's event loop.
     public func run(
+        eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         subscribed: @escaping @Sendable () -> Void, lost: @escaping @Sendable () -> Void = {},
         message: @escaping @Sendable (ByteBuffer) -> Void
     ) async {
-        let thread = NIOThreadPool(numberOfThreads: 1)
-        thread.start()
-        let stop = StopFlag()
-        await withTaskCancellationHandler {
-            var failing = false
-            while !Task.isCancelled {
-                do {
-                    try await thread.runIfActive { [self] () throws -> Void in
-                        try follow(stop: stop, subscribed: subscribed, message: message)
-                    }
-                } catch {
-                    lost()
-                    // Only the change is logged: a Redis that stays down would fill the log.
-                    if stop.subscribed.exchange(false, ordering: .relaxed) { failing = false }
-                    if !failing { logger.warning("the Redis subscription failed; retrying", metadata: ["channel": "\(channel)", "error": "\(error)"]) }
-                    failing = true
-                }
-                guard !Task.isCancelled else { break }
-                try? await Task.sleep(for: retryDelay)
+        var failing = false
+        while !Task.isCancelled {
+            do {
+                try await follow(eventLoopGroup: eventLoopGroup, subscribed: { failing = false; subscribed() }, message: message)
+                // Cancelled: the connection was closed on purpose.
+                if Task.isCancelled { break }
+                throw RedisError.connectionLost(endpoint: configuration.endpoint, reason: "the connection was closed")
+            } catch {
+                lost()
+                // Only the change is logged: a Redis that stays down would fill the log.
+                if !failing { logger.warning("the Redis subscription failed; retrying", metadata: ["channel": "\(channel)", "error": "\(error)"]) }
+                failing = true
             }
-        } onCancel: {
-            stop.value.store(true, ordering: .relaxed)
+            guard !Task.isCancelled else { break }
+            try? await Task.sleep(for: retryDelay)
         }
-        try? await thread.shutdownGracefully()
     }
 
-    /// One connection's life, on the subscription's thread: it ends when `stop` is set (returns)
-    /// or the connection fails (throws). `stop` is looked at every quarter second.
-    private func follow(stop: StopFlag, subscribed: () -> Void, message: (ByteBuffer) -> Void) throws {
-        BrokenPipeSignal.blockOnCurrentThread()
-        let connection = try RedisConnection(configuration: configuration)
-        let reply = try connection.execute([ByteBuffer(string: "SUBSCRIBE"), ByteBuffer(string: channel)])
-        guard case .array(let parts) = reply, parts.first?.stringValue == "subscribe" else {
-            throw RedisError.unexpectedReply(expected: "a subscribe confirmation", got: reply)
-        }
-        logger.debug("subscribed", metadata: ["channel": "\(channel)"])
-        stop.subscribed.store(true, ordering: .relaxed)
-        subscribed()
-        while !stop.value.load(ordering: .relaxed) {
-            guard let pushed = try connection.nextPushed(within: .milliseconds(250)) else { continue }
+    /// One connection's life: it returns when the connection closes (cancelled or failed), and throws if it could not subscribe.
+    private func follow(
+        eventLoopGroup: any EventLoopGroup, subscribed: () -> Void, message: @escaping @Sendable (ByteBuffer) -> Void
+    ) async throws {
+        let connection = try await RedisConnection.connect(configuration: configuration, eventLoopGroup: eventLoopGroup) { pushed in
             // ["message", channel, payload]; anything else (a ping reply, say) is not for the follower.
             if case .array(let parts) = pushed, parts.count == 3, parts[0].stringValue == "message", let payload = parts[2].bufferValue {
                 message(payload)
             }
         }
+        try await withTaskCancellationHandler {
+            let reply = try await connection.execute([ByteBuffer(string: "SUBSCRIBE"), ByteBuffer(string: channel)])
+            guard case .array(let parts) = reply, parts.first?.stringValue == "subscribe" else {
+                connection.close()
+                throw RedisError.unexpectedReply(expected: "a subscribe confirmation", got: reply)
+            }
+            logger.debug("subscribed", metadata: ["channel": "\(channel)"])
+            subscribed()
+            await connection.closed()
+        } onCancel: {
+            connection.close()
+        }
     }
-}
-
-/// Shared by the following task and the subscription's thread: `value` is set from the
-/// cancelling task; `subscribed` tells the task that the connection that failed had been
-/// subscribed (a new outage, worth a log line).
-private final class StopFlag: Sendable {
-    let value = Atomic<Bool>(false)
-    let subscribed = Atomic<Bool>(false)
 }

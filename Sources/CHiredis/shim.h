@@ -1,1 +1,0 @@
-#include <hiredis/hiredis.h>
