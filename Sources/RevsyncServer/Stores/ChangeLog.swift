@@ -37,6 +37,15 @@ public struct LogEntry: Sendable {
             case .inRun: 0
             }
         }
+
+        /// The bytes held, compressed or not: about what the entry adds to a gzip answer.
+        public var heldBytes: Int {
+            switch self {
+            case .plain(let bytes): bytes.readableBytes
+            case .deflated(let fragment), .deflatedRun(let fragment), .chained(let fragment): fragment.deflated.readableBytes
+            case .inRun: 0
+            }
+        }
     }
 
     public let revision: Int64

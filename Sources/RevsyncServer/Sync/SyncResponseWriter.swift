@@ -11,10 +11,11 @@ struct SyncResponseWriter {
     private var assembler: GzipAssembler?
     private var count = 0
 
-    /// - Parameter capacity: about the size of the JSON.
+    /// - Parameter capacity: about the size of the answer: the JSON's, or with `gzip` the bytes of
+    ///   the compressed pieces and the plain ones it will hold.
     init(gzip: Bool, capacity: Int) {
         plain = ByteBufferAllocator().buffer(capacity: gzip ? 0 : capacity + 64)
-        assembler = gzip ? GzipAssembler(capacity: capacity / 2) : nil
+        assembler = gzip ? GzipAssembler(capacity: capacity + 64) : nil
         write(ByteBuffer(string: "{\"changeSets\":["))
     }
 
@@ -54,7 +55,8 @@ struct SyncResponseWriter {
 
     consuming func finish(maxRevision: Int64, more: Bool) -> ByteBuffer {
         write(ByteBuffer(string: "],\"maxRevision\":" + String(maxRevision) + (more ? ",\"more\":true}" : "}")))
-        guard let assembler else { return plain }
+        // Taken out, not copied: a copy left behind would make the assembler's next write copy its whole buffer.
+        guard let assembler = assembler.take() else { return plain }
         return assembler.finish()
     }
 
