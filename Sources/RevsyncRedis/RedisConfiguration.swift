@@ -9,10 +9,10 @@ public struct RedisConfiguration: Sendable, Hashable {
     /// How long opening a TCP connection may take. Short, so that a call made
     /// while Redis is down fails quickly instead of holding up a request.
     public var connectTimeout: Duration
-    /// How long one read or write on an open connection may block before the
-    /// call fails with ``RedisError/timeout(endpoint:after:)`` and the connection is replaced.
+    /// How long Redis may stay silent while calls wait on a connection before they fail with
+    /// ``RedisError/timeout(endpoint:after:)`` and the connection is replaced.
     public var commandTimeout: Duration
-    /// How many connections (and so concurrent calls) the client keeps at most.
+    /// How many connections the client keeps at most; concurrent calls share them, pipelined.
     public var poolSize: Int
     /// After a failed connect, calls fail straight away with the same error for
     /// this long rather than each paying for another attempt; zero retries every time.
