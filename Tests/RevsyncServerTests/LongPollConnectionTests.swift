@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOCore
 import RevsyncHarness
 import RevsyncTestSupport
 import RevsyncWire
@@ -10,10 +11,91 @@ import Testing
 /// Long-poll on a real socket: a waiting request ends when its client leaves and when the
 /// server shuts down, and the idle timeout does not cut it.
 @Suite(.timeLimit(.minutes(2))) struct LongPollConnectionTests {
-    static func request(token: String, wait: Int) -> String {
+    static func request(token: String, wait: Int, close: Bool = false) -> String {
         let body = #"{"maxRevision":0,"changeSets":[],"wait":\#(wait)}"#
         return "POST /sync HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token)\r\nContent-Type: application/json\r\n"
-            + "Content-Length: \(body.utf8.count)\r\n\r\n" + body
+            + (close ? "Connection: close\r\n" : "") + "Content-Length: \(body.utf8.count)\r\n\r\n" + body
+    }
+
+    /// Commits one note of `writer` through the server's own sync service (its waiters wake as for any request).
+    static func commitNote(_ live: LiveServer, _ writer: Device) async throws {
+        let request = SyncRequest(maxRevision: 0, changeSets: CacheTests.notes(from: 1, count: 1))
+        _ = try await live.server.sync.respond(
+            device: writer, body: ByteBuffer(bytes: try JSONEncoder().encode(request)), contentEncoding: nil, acceptEncoding: nil,
+            logger: Logger(label: "revsync.tests.writer"))
+    }
+
+    /// The connection holds a waiting request, not its task: the request is counted as answered
+    /// (`200`) while it waits, and the commit's answer is written under that response's head.
+    @Test func aCommitAnswersTheRequestItsConnectionHolds() async throws {
+        try await withLiveServer { live in
+            let (_, token) = try await live.server.devices.register(name: "reader", user: "reader", role: "viewer")
+            let (writer, _) = try await live.server.devices.register(name: "writer", user: "writer", role: "member")
+            let connection = try RawConnection(port: try #require(live.baseURL.port))
+            connection.send(Self.request(token: token, wait: 60))
+            try await LongPollTests.eventually("the request waiting") { live.server.waiters.count == 1 }
+            // Its task returns a moment after the waiter is registered; a request its task held would never be counted here.
+            let requests = #"revsync_http_requests_total{route="/sync",status="200"} 1"#
+            try await LongPollTests.eventually("the waiting request counted", within: .seconds(10)) {
+                live.server.metrics.exposition().contains(requests) && live.server.inFlight.value == 0
+            }
+            #expect(live.server.waiters.count == 1)
+            try await Self.commitNote(live, writer)
+            let (text, closed) = await connection.readUntilClosed(timeout: .seconds(20), orUntil: #""maxRevision":1}"#)
+            #expect(text.hasPrefix("HTTP/1.1 200"))
+            #expect(text.lowercased().contains("content-type: application/json"))
+            #expect(text.contains("note 1"))
+            #expect(!closed)
+            #expect(live.server.metrics.exposition().contains(#"revsync_sync_wakeups_total{reason="committed"} 1"#))
+        }
+    }
+
+    /// A request pipelined behind a waiting one is answered after it, however soon it is ready.
+    @Test func aRequestPipelinedBehindAWaitingOneIsAnsweredAfterIt() async throws {
+        try await withLiveServer { live in
+            let (_, token) = try await live.server.devices.register(name: "reader", user: "reader", role: "viewer")
+            let (writer, _) = try await live.server.devices.register(name: "writer", user: "writer", role: "member")
+            let connection = try RawConnection(port: try #require(live.baseURL.port))
+            connection.send(Self.request(token: token, wait: 60) + "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            try await LongPollTests.eventually("the request waiting") { live.server.waiters.count == 1 }
+            let early = await connection.readBytes(timeout: .milliseconds(500)) { !$0.isEmpty }
+            #expect(early.isEmpty)
+            try await Self.commitNote(live, writer)
+            let (text, _) = await connection.readUntilClosed(timeout: .seconds(20), orUntil: #"{"status":"ok"}"#)
+            let answer = try #require(text.range(of: #""maxRevision":1}"#))
+            let health = try #require(text.range(of: #"{"status":"ok"}"#))
+            #expect(answer.upperBound <= health.lowerBound)
+        }
+    }
+
+    /// `Connection: close` on a waiting request: its answer is written, then the connection closes.
+    @Test func aWaitingRequestThatAsksToCloseIsAnsweredFirst() async throws {
+        try await withLiveServer { live in
+            let (_, token) = try await live.server.devices.register(name: "closing", user: "closing", role: "viewer")
+            let connection = try RawConnection(port: try #require(live.baseURL.port))
+            connection.send(Self.request(token: token, wait: 1, close: true))
+            let (text, closed) = await connection.readUntilClosed(timeout: .seconds(20))
+            #expect(text.hasPrefix("HTTP/1.1 200"))
+            #expect(text.hasSuffix(#"{"changeSets":[],"maxRevision":0}"#))
+            #expect(closed)
+        }
+    }
+
+    /// An error after the wake-up (the device was revoked meanwhile) is the answer, as the contract's error body.
+    @Test func aDeviceRevokedWhileItsConnectionHoldsItIsRefused() async throws {
+        try await withLiveServer { live in
+            let (phone, token) = try await live.server.devices.register(name: "lost phone", user: "lost", role: "viewer")
+            let (writer, _) = try await live.server.devices.register(name: "writer", user: "writer", role: "member")
+            let connection = try RawConnection(port: try #require(live.baseURL.port))
+            connection.send(Self.request(token: token, wait: 60))
+            try await LongPollTests.eventually("the phone waiting") { live.server.waiters.count == 1 }
+            #expect(try await live.server.devices.revoke(publicId: phone.publicId))
+            try await Self.commitNote(live, writer)
+            let (text, _) = await connection.readUntilClosed(timeout: .seconds(20), orUntil: "}")
+            #expect(text.hasPrefix("HTTP/1.1 401"))
+            #expect(text.contains(#""error":"#))
+            #expect(!text.contains("note 1"))
+        }
     }
 
     @Test func aClientThatLeavesEndsItsWait() async throws {

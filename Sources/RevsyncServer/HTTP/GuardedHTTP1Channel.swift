@@ -5,7 +5,8 @@ import NIOCore
 
 /// Hummingbird's HTTP/1 channel with `ConnectionGuard` in front of its decoder and
 /// `RequestProgressHandler` behind it: the connection cap and the idle, header and body
-/// timeouts, which Hummingbird's own channel does not have.
+/// timeouts, which Hummingbird's own channel does not have. Behind those, `ParkedSyncHandler`
+/// holds a `/sync` request that waits for a commit, so that its task can end.
 struct GuardedHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
     typealias Value = HTTP1Channel.Value
 
@@ -32,7 +33,7 @@ struct GuardedHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
     static func builder(limits: ConnectionLimits, count: BoundedCount) -> HTTPServerBuilder {
         HTTPServerBuilder { responder in
             let bodyTimeout = limits.bodyTimeout
-            let configuration = HTTP1Channel.Configuration(additionalChannelHandlers: [RequestProgressHandler(bodyTimeout: bodyTimeout)])
+            let configuration = HTTP1Channel.Configuration(additionalChannelHandlers: [RequestProgressHandler(bodyTimeout: bodyTimeout), ParkedSyncHandler()])
             return GuardedHTTP1Channel(base: HTTP1Channel(responder: responder, configuration: configuration), limits: limits, count: count)
         }
     }

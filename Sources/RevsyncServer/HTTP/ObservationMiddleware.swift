@@ -6,24 +6,16 @@ import RevsyncRules
 /// Counts every request by route and status, and turns errors that are not the contract's
 /// into its JSON bodies: the rules' refusals and the stores' failures into theirs, an unknown route into `404 not_found`, a request cut short by its
 /// client into `400 invalid_request`, and anything unexpected into a 500 (the details go to
-/// the log, with the request id). A request's recorded duration leaves out the time it
-/// waited for a commit (long-poll).
+/// the log, with the request id). A request that waits for a commit (long-poll) is recorded
+/// when its connection takes it over (`ParkedSyncHandler`): its duration is the server's work
+/// up to the wait, and `revsync_sync_wake_to_answer_seconds` times the answer after it.
 struct ObservationMiddleware<Context: RequestContext>: RouterMiddleware {
     let metrics: ServerMetrics
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let waited = WaitedTime()
-        return try await WaitedTime.$current.withValue(waited) {
-            try await observe(request, context: context, next: next, waited: waited)
-        }
-    }
-
-    private func observe(
-        _ request: Request, context: Context, next: (Request, Context) async throws -> Response, waited: WaitedTime
-    ) async throws -> Response {
         let started = ContinuousClock.now
         let route = context.endpointPath ?? "unmatched"
-        let elapsed = { ContinuousClock.now - started - waited.total }
+        let elapsed = { ContinuousClock.now - started }
         do {
             do {
                 let response = try await next(request, context)

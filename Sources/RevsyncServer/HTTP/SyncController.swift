@@ -14,30 +14,51 @@ public struct SyncController: Sendable {
     let perDevice: DeviceRequestCount
 
     func addRoutes(to router: Router<RevsyncRequestContext>) {
-        router.post("/sync") { request, context in
-            let device = try await authenticator.device(for: request)
-            guard perDevice.enter(device.id) else {
-                throw SyncError(
-                    .unavailable, "this device has \(perDevice.limit) requests under way already: send the next one when they are answered",
-                    retryAfterSeconds: 1)
-            }
-            defer { perDevice.leave(device.id) }
-            let raw = try await bodyReader.collect(request)
-            let (body, gzipped) = try await respond(
-                device: device, body: raw, contentEncoding: request.headers[.contentEncoding],
-                acceptEncoding: request.headers[.acceptEncoding], clientGone: context.channel.closeFuture,
-                stillAuthorized: { _ = try await authenticator.device(for: request) }, logger: context.logger)
-            var headers: HTTPFields = [.contentType: "application/json"]
-            if gzipped {
-                headers[.contentEncoding] = "gzip"
-                headers[.vary] = "Accept-Encoding"
-            }
-            return Response(status: .ok, headers: headers, body: .init(byteBuffer: body))
+        router.post("/sync") { request, context in try await sync(request, context: context) }
+    }
+
+    private func sync(_ request: Request, context: RevsyncRequestContext) async throws -> Response {
+        let device = try await authenticator.device(for: request)
+        guard perDevice.enter(device.id) else {
+            throw SyncError(
+                .unavailable, "this device has \(perDevice.limit) requests under way already: send the next one when they are answered",
+                retryAfterSeconds: 1)
         }
+        // A request its connection holds (`ParkedSyncHandler`) leaves when it is answered.
+        var heldByConnection = false
+        defer { if !heldByConnection { perDevice.leave(device.id) } }
+        let raw = try await bodyReader.collect(request)
+        let (answer, gzipped) = try await exchange(
+            device: device, body: raw, contentEncoding: request.headers[.contentEncoding],
+            acceptEncoding: request.headers[.acceptEncoding],
+            stillAuthorized: { [token = Authenticator.bearerToken(request)] in _ = try await authenticator.device(token: token) },
+            logger: context.logger)
+        var headers: HTTPFields = [.contentType: "application/json"]
+        if gzipped {
+            headers[.contentEncoding] = "gzip"
+            headers[.vary] = "Accept-Encoding"
+        }
+        let body: ByteBuffer
+        switch answer {
+        case .ready(let ready):
+            body = ready
+        case .waiting(let pending):
+            // The connection holds the waiting request and this task ends: the response
+            // returned here gives the answer its head, and the answer is written when the wait ends.
+            let park = ParkSync(pending: pending, done: { perDevice.leave(device.id) })
+            try? await context.channel.triggerUserOutboundEvent(park).get()
+            if park.isAccepted {
+                heldByConnection = true
+                return Response(status: .ok, headers: headers)
+            }
+            body = try await pending.answer(clientGone: context.channel.closeFuture)
+        }
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: body))
     }
 
     /// The exchange of an authenticated device without HTTP framing: undo the body's encoding,
     /// decode, sync, and compress the answer when asked (the benchmark times this as the server's cost).
+    /// A request that waits for a commit holds the calling task.
     /// - Returns: the response body, and whether it is gzip-compressed.
     /// - Parameters:
     ///   - clientGone: completes when the client closes the connection (a waiting request then ends).
@@ -46,10 +67,23 @@ public struct SyncController: Sendable {
         device: Device, body: ByteBuffer, contentEncoding: String?, acceptEncoding: String?, clientGone: EventLoopFuture<Void>? = nil,
         stillAuthorized: (@Sendable () async throws -> Void)? = nil, logger: Logger
     ) async throws -> (body: ByteBuffer, gzipped: Bool) {
+        let (answer, gzipped) = try await exchange(
+            device: device, body: body, contentEncoding: contentEncoding, acceptEncoding: acceptEncoding,
+            stillAuthorized: stillAuthorized, logger: logger)
+        switch answer {
+        case .ready(let ready): return (ready, gzipped)
+        case .waiting(let pending): return (try await pending.answer(clientGone: clientGone), gzipped)
+        }
+    }
+
+    private func exchange(
+        device: Device, body: ByteBuffer, contentEncoding: String?, acceptEncoding: String?,
+        stillAuthorized: (@Sendable () async throws -> Void)?, logger: Logger
+    ) async throws -> (answer: SyncAnswer, gzipped: Bool) {
         var logger = logger
         logger[metadataKey: "device.id"] = .string(device.publicId)
         let request = try bodyReader.decode(SyncRequest.self, from: try bodyReader.decodeContent(body, encoding: contentEncoding))
         let gzip = Gzip.accepted(acceptEncoding)
-        return (try await service.sync(request, device: device, gzip: gzip, clientGone: clientGone, stillAuthorized: stillAuthorized, logger: logger), gzip)
+        return (try await service.exchange(request, device: device, gzip: gzip, stillAuthorized: stillAuthorized, logger: logger), gzip)
     }
 }

@@ -40,9 +40,24 @@ public struct SyncError: Error, HTTPResponseError, CustomStringConvertible {
         ErrorBody(error: code.rawValue, message: message, expected: refusal.expected, lowestTemporaryId: refusal.lowestTemporaryId, seq: refusal.seq)
     }
 
-    public func response(from request: Request, context: some RequestContext) throws -> Response {
+    /// The answer to any error a request's handling threw: the contract's refusals as they are,
+    /// anything else as `500 internal`.
+    init(answering error: any Error) {
+        switch error {
+        case let error as SyncError: self = error
+        case let refusal as SyncRefusal: self.init(refusal)
+        case let error as StoreError: self.init(error)
+        default: self.init(.internal, "the server failed to handle this request")
+        }
+    }
+
+    var headers: HTTPFields {
         var headers: HTTPFields = [.contentType: "application/json"]
         if let seconds = refusal.retryAfterSeconds { headers[.retryAfter] = String(seconds) }
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: try JSONEncoder().encode(body))))
+        return headers
+    }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: try JSONEncoder().encode(body))))
     }
 }

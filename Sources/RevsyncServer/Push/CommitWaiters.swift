@@ -1,14 +1,13 @@
 import NIOCore
-import ServiceLifecycle
 import Synchronization
 
 /// The requests of this instance waiting for a commit after their `maxRevision` (long-poll),
 /// and the highest head the instance has heard of, which wakes them.
 ///
-/// A waiter costs an entry here and a timer on an event loop: no task, no connection lease,
-/// no buffer. The request's own task stays suspended on a continuation until one of four
-/// things ends the wait: a head past its revision (`committed`), its time (`timedOut`), the
-/// client closing the connection, or shutdown (`released`).
+/// A waiter is an entry here, a timer on an event loop and the closure that answers it: no
+/// task, no connection lease, no buffer. Its closure is called once, with one of four endings:
+/// a head past its revision (`committed`), its time (`timedOut`), `release` (the client went
+/// away, or its connection is closing) or `close` (shutdown).
 package final class CommitWaiters: Sendable {
     package enum Ending: Sendable, Equatable {
         /// Something was committed after the waiter's revision: read the log.
@@ -19,15 +18,20 @@ package final class CommitWaiters: Sendable {
         case released
     }
 
-    /// How a wait ended, and when it was ended (the wake-up, before the request's task runs again).
+    /// How a wait ended, and when it was ended (the wake-up, before its answer is read).
     package struct WaitResult: Sendable {
         package let ending: Ending
         package let at: ContinuousClock.Instant
     }
 
+    /// Names one waiter, for `release`.
+    package struct Ticket: Sendable, Hashable {
+        fileprivate let id: Int
+    }
+
     private struct Waiter {
         let after: Int64
-        let continuation: CheckedContinuation<WaitResult, Never>
+        let resume: @Sendable (WaitResult) -> Void
         var timer: Scheduled<Void>?
     }
 
@@ -77,51 +81,47 @@ package final class CommitWaiters: Sendable {
         let result = WaitResult(ending: .committed, at: .now)
         for waiter in woken {
             waiter.timer?.cancel()
-            waiter.continuation.resume(returning: result)
+            waiter.resume(result)
         }
     }
 
-    /// Waits until the head passes `revision`, `duration` passes, `clientGone` completes, the
-    /// server shuts down gracefully or the task is cancelled, whichever comes first. A head
-    /// already past `revision` (a commit between the caller's read and this call) ends it at once.
-    package func wait(after revision: Int64, for duration: Duration, clientGone: EventLoopFuture<Void>? = nil) async -> WaitResult {
-        let id = state.withLock { state in
+    /// Waits until the head passes `revision`, `duration` passes, `release` names the ticket or
+    /// the server shuts down, whichever comes first, and then calls `resume` once. A head already
+    /// past `revision` (a commit between the caller's read and this call), or a registry already
+    /// closed, calls it at once, before this returns.
+    @discardableResult
+    package func park(after revision: Int64, for duration: Duration, resume: @escaping @Sendable (WaitResult) -> Void) -> Ticket {
+        let ticket = Ticket(id: state.withLock { state in
             state.nextId += 1
             return state.nextId
+        })
+        let immediate: Ending? = state.withLock { state in
+            if state.closed { return .released }
+            if state.head > revision { return .committed }
+            state.waiters[ticket.id] = Waiter(after: revision, resume: resume)
+            changed(state.waiters.count)
+            return nil
         }
-        return await withGracefulShutdownHandler {
-            await withTaskCancellationHandler {
-                await withCheckedContinuation { (continuation: CheckedContinuation<WaitResult, Never>) in
-                    // Checked under the lock the handlers below take: either they ran before (and
-                    // their flags show here) or they find the waiter.
-                    let immediate: Ending? = state.withLock { state in
-                        if state.closed || Task.isCancelled || Task.isShuttingDownGracefully { return .released }
-                        if state.head > revision { return .committed }
-                        state.waiters[id] = Waiter(after: revision, continuation: continuation)
-                        changed(state.waiters.count)
-                        return nil
-                    }
-                    if let immediate {
-                        continuation.resume(returning: WaitResult(ending: immediate, at: .now))
-                        return
-                    }
-                    let timer = timers.any().scheduleTask(in: .nanoseconds(duration.nanoseconds)) { [self] in
-                        end(id, .timedOut)
-                    }
-                    let armed = state.withLock { state in
-                        guard state.waiters[id] != nil else { return false }
-                        state.waiters[id]?.timer = timer
-                        return true
-                    }
-                    if !armed { timer.cancel() }
-                    clientGone?.whenComplete { [self] _ in end(id, .released) }
-                }
-            } onCancel: { [self] in
-                end(id, .released)
-            }
-        } onGracefulShutdown: { [self] in
-            end(id, .released)
+        if let immediate {
+            resume(WaitResult(ending: immediate, at: .now))
+            return ticket
         }
+        let timer = timers.any().scheduleTask(in: .nanoseconds(duration.nanoseconds)) { [self] in
+            end(ticket, .timedOut)
+        }
+        // Ended meanwhile (a wake-up on another thread): the timer has nothing left to end.
+        let armed = state.withLock { state in
+            guard state.waiters[ticket.id] != nil else { return false }
+            state.waiters[ticket.id]?.timer = timer
+            return true
+        }
+        if !armed { timer.cancel() }
+        return ticket
+    }
+
+    /// Ends one wait now, as `released`, if it has not ended yet.
+    package func release(_ ticket: Ticket) {
+        end(ticket, .released)
     }
 
     /// Ends every wait at once and every later one before it starts (shutdown).
@@ -137,18 +137,18 @@ package final class CommitWaiters: Sendable {
         let result = WaitResult(ending: .released, at: .now)
         for waiter in all {
             waiter.timer?.cancel()
-            waiter.continuation.resume(returning: result)
+            waiter.resume(result)
         }
     }
 
-    private func end(_ id: Int, _ ending: Ending) {
+    private func end(_ ticket: Ticket, _ ending: Ending) {
         let waiter: Waiter? = state.withLock { state in
-            guard let waiter = state.waiters.removeValue(forKey: id) else { return nil }
+            guard let waiter = state.waiters.removeValue(forKey: ticket.id) else { return nil }
             changed(state.waiters.count)
             return waiter
         }
         guard let waiter else { return }
         waiter.timer?.cancel()
-        waiter.continuation.resume(returning: WaitResult(ending: ending, at: .now))
+        waiter.resume(WaitResult(ending: ending, at: .now))
     }
 }

@@ -7,6 +7,7 @@ package struct LongPoll: Sendable {
     /// it holds nothing the limit protects (no connection lease, no buffer, no CPU).
     let inFlight: BoundedCount?
     let shared = SharedCatchUp()
+    let woken = WokenSyncs()
 
     package init(waiters: CommitWaiters, maxWait: Duration) {
         self.init(waiters: waiters, maxWait: maxWait, inFlight: nil)

@@ -3,6 +3,12 @@ import NIOCore
 import RevsyncRules
 import RevsyncWire
 
+/// What an exchange answers: its body now, or later, after a wait for a commit.
+package enum SyncAnswer: Sendable {
+    case ready(ByteBuffer)
+    case waiting(PendingSync)
+}
+
 /// One `/sync` exchange: checks the envelope, applies the change sets in order,
 /// then answers with the catch-up, acknowledgements and corrective sets.
 package struct SyncService: Sendable {
@@ -29,7 +35,7 @@ package struct SyncService: Sendable {
         self.longPoll = longPoll
     }
 
-    /// The response body of one exchange: what the device missed, acknowledgements and corrective sets.
+    /// The response body of one exchange, awaited: a request that waits for a commit holds its task.
     /// - Parameters:
     ///   - gzip: answer with one gzip member (the change sets as compressed at commit, where the log has them).
     ///   - clientGone: completes when the client closes its connection; a waiting request then ends.
@@ -38,6 +44,18 @@ package struct SyncService: Sendable {
         _ request: SyncRequest, device: Device, gzip: Bool = false, clientGone: EventLoopFuture<Void>? = nil,
         stillAuthorized: (@Sendable () async throws -> Void)? = nil, logger: Logger
     ) async throws -> ByteBuffer {
+        switch try await exchange(request, device: device, gzip: gzip, stillAuthorized: stillAuthorized, logger: logger) {
+        case .ready(let body): return body
+        case .waiting(let pending): return try await pending.answer(clientGone: clientGone)
+        }
+    }
+
+    /// One exchange: its answer, or a request waiting for a commit whose answer comes later
+    /// (`PendingSync`), which the caller starts and holds.
+    package func exchange(
+        _ request: SyncRequest, device: Device, gzip: Bool = false, stillAuthorized: (@Sendable () async throws -> Void)? = nil,
+        logger: Logger
+    ) async throws -> SyncAnswer {
         try RequestRules.check(request, maxChangeSets: limits.maxChangeSetsPerRequest, maxOperations: limits.maxOperationsPerRequest)
         // The rest of the seq rules are checked under the device's lock, in the batch: a gap or a
         // reused seq refuses the request before any of its change sets applies.
@@ -46,7 +64,7 @@ package struct SyncService: Sendable {
         let form: EntryForm = gzip ? .deflated : .plain
         guard !request.changeSets.isEmpty else {
             // Nothing to apply: the state and the page in one read of the log.
-            var started = ContinuousClock.now
+            let started = ContinuousClock.now
             var (state, page) = try await changeLog.catchUp(after: request.maxRevision, for: device, limits: catchUpLimits, form: form)
             if request.maxRevision > state.head {
                 // A cached head may lag (or have been set back): ask PostgreSQL before refusing.
@@ -56,18 +74,12 @@ package struct SyncService: Sendable {
             }
             try CatchUpRules.checkEnvelope(maxRevision: request.maxRevision, state: state)
             if page.entries.isEmpty, let longPoll, let wait = longPoll.granted(request.wait) {
-                let result = await waitForCommit(longPoll, after: request.maxRevision, for: wait, clientGone: clientGone)
-                started = result.at
-                if result.ending == .committed {
-                    // A device revoked while it waited gets nothing committed meanwhile.
-                    try await stillAuthorized?()
-                    (state, page) = try await wokenCatchUp(longPoll, after: request.maxRevision, wokenAt: result.at, device: device, limits: catchUpLimits, form: form)
-                    try CatchUpRules.checkEnvelope(maxRevision: request.maxRevision, state: state)
-                    metrics.recordWakeToAnswer(ContinuousClock.now - result.at)
-                }
+                return .waiting(PendingSync(
+                    maxRevision: request.maxRevision, device: device, gzip: gzip, limits: catchUpLimits, wait: wait, emptyPage: page,
+                    stillAuthorized: stillAuthorized, service: self, longPoll: longPoll))
             }
             metrics.recordCatchUp(changeSets: page.entries.count, source: page.source, duration: ContinuousClock.now - started)
-            return respond(page, maxRevision: request.maxRevision, acks: [], correctives: [], gzip: gzip)
+            return .ready(respond(page, maxRevision: request.maxRevision, acks: [], correctives: [], gzip: gzip))
         }
         var state = try await changeLog.recentState()
         if request.maxRevision > state.head { state = try await changeLog.authoritativeState() }
@@ -77,8 +89,10 @@ package struct SyncService: Sendable {
         let outcomes = try await committer.apply(request.changeSets, device: device)
         // Every revision an outcome names (new, or repeated) is the device's own.
         let own = outcomes.compactMap(\.revision)
-        // This instance's waiters wake at once; the others' through Redis or their re-check (`CommitFeed`).
-        if let longPoll, let newest = own.max() { longPoll.waiters.advance(to: newest) }
+        // This instance's waiters wake as this request's answer is ready (or it failed): the writer's
+        // acknowledgement goes out ahead of the thousands of answers its commit may wake, not
+        // behind them. Other instances' waiters wake through Redis or their re-check (`CommitFeed`).
+        defer { if let longPoll, let newest = own.max() { longPoll.waiters.advance(to: newest) } }
         // A change set's time is its request's: it commits with the rest of its batch.
         let duration = ContinuousClock.now - applying
         for (changeSet, outcome) in zip(request.changeSets, outcomes) {
@@ -93,24 +107,12 @@ package struct SyncService: Sendable {
         let oldAcks = try await repeatedAcknowledgements(outcomes, maxRevision: request.maxRevision, device: device)
         metrics.recordCatchUp(changeSets: page.entries.count, source: page.source, duration: ContinuousClock.now - started)
         let correctives = try await correctiveSets(outcomes, device: device)
-        return respond(page, maxRevision: request.maxRevision, acks: oldAcks, correctives: correctives, gzip: gzip)
-    }
-
-    /// Holds the request until a commit passes `revision`, the wait ends, the client leaves or
-    /// the server shuts down; it gives up its place among the requests in flight meanwhile.
-    private func waitForCommit(_ longPoll: LongPoll, after revision: Int64, for wait: Duration, clientGone: EventLoopFuture<Void>?) async -> CommitWaiters.WaitResult {
-        longPoll.inFlight?.leave()
-        defer { longPoll.inFlight?.enterAnyway() }
-        let started = ContinuousClock.now
-        let result = await longPoll.waiters.wait(after: revision, for: wait, clientGone: clientGone)
-        WaitedTime.current?.add(result.at - started)
-        metrics.recordWaitEnded(result.ending)
-        return result
+        return .ready(respond(page, maxRevision: request.maxRevision, acks: oldAcks, correctives: correctives, gzip: gzip))
     }
 
     /// The page after a wake-up: one read shared by every waiter the same commit woke, unless
     /// the device made one of its change sets (it gets those in its author form).
-    private func wokenCatchUp(
+    func wokenCatchUp(
         _ longPoll: LongPoll, after revision: Int64, wokenAt: ContinuousClock.Instant, device: Device, limits: CatchUpLimits, form: EntryForm
     ) async throws -> (state: LogState, page: CatchUpPage) {
         let changeLog = self.changeLog
@@ -121,7 +123,7 @@ package struct SyncService: Sendable {
         return try await changeLog.catchUp(after: revision, for: device, limits: limits, form: form)
     }
 
-    private func respond(_ page: CatchUpPage, maxRevision: Int64, acks: [[UInt8]], correctives: [[UInt8]], gzip: Bool) -> ByteBuffer {
+    func respond(_ page: CatchUpPage, maxRevision: Int64, acks: [[UInt8]], correctives: [[UInt8]], gzip: Bool) -> ByteBuffer {
         // Sized for what the answer will hold: a gzip answer of pieces compressed at commit is
         // about their size (a fiftieth of the JSON on the bench's log), not the JSON's.
         let extra = (acks + correctives).reduce(0) { $0 + $1.count } + 16 * (acks.count + correctives.count + page.entries.count)

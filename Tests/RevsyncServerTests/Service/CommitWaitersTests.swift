@@ -18,10 +18,18 @@ import Testing
 
     let waiters = CommitWaiters(timers: MultiThreadedEventLoopGroup.singleton)
 
+    /// A waiter whose ending is awaited; `ticket` hears its ticket.
+    func wait(after revision: Int64, for duration: Duration, ticket: (@Sendable (CommitWaiters.Ticket) -> Void)? = nil) async -> CommitWaiters.WaitResult {
+        await withCheckedContinuation { continuation in
+            let issued = waiters.park(after: revision, for: duration) { continuation.resume(returning: $0) }
+            ticket?(issued)
+        }
+    }
+
     @Test func aHeadPastTheRevisionWakesOnlyTheWaitersBehindIt() async throws {
         waiters.advance(to: 10)
-        let behind = Task { await waiters.wait(after: 10, for: .seconds(30)) }
-        let ahead = Task { await waiters.wait(after: 12, for: .seconds(30)) }
+        let behind = Task { await wait(after: 10, for: .seconds(30)) }
+        let ahead = Task { await wait(after: 12, for: .seconds(30)) }
         try await Self.eventually { waiters.count == 2 }
         waiters.advance(to: 11)
         #expect(await behind.value.ending == .committed)
@@ -32,7 +40,7 @@ import Testing
 
     @Test func aHeadAlreadyPastTheRevisionEndsTheWaitAtOnce() async throws {
         waiters.advance(to: 5)
-        #expect(await waiters.wait(after: 4, for: .seconds(30)).ending == .committed)
+        #expect(await wait(after: 4, for: .seconds(30)).ending == .committed)
         #expect(waiters.count == 0)
     }
 
@@ -43,33 +51,32 @@ import Testing
     }
 
     @Test func theWaitRunsOut() async throws {
-        let result = await waiters.wait(after: 0, for: .milliseconds(50))
+        let result = await wait(after: 0, for: .milliseconds(50))
         #expect(result.ending == .timedOut)
         #expect(waiters.count == 0)
     }
 
     @Test func closingReleasesEveryWaiterAndLaterOnesAtOnce() async throws {
-        let first = Task { await waiters.wait(after: 0, for: .seconds(30)) }
+        let first = Task { await wait(after: 0, for: .seconds(30)) }
         try await Self.eventually { waiters.count == 1 }
         waiters.close()
         #expect(await first.value.ending == .released)
-        #expect(await waiters.wait(after: 0, for: .seconds(30)).ending == .released)
+        #expect(await wait(after: 0, for: .seconds(30)).ending == .released)
     }
 
-    @Test func theClientLeavingReleasesTheWaiter() async throws {
-        let gone = MultiThreadedEventLoopGroup.singleton.any().makePromise(of: Void.self)
-        let waiting = Task { await waiters.wait(after: 0, for: .seconds(30), clientGone: gone.futureResult) }
+    @Test func releasingATicketEndsThatWaiterAlone() async throws {
+        let tickets = Mutex<[CommitWaiters.Ticket]>([])
+        let first = Task { await wait(after: 0, for: .seconds(30)) { ticket in tickets.withLock { $0.append(ticket) } } }
         try await Self.eventually { waiters.count == 1 }
-        gone.succeed()
-        #expect(await waiting.value.ending == .released)
-    }
-
-    @Test func cancellingTheRequestReleasesTheWaiter() async throws {
-        let waiting = Task { await waiters.wait(after: 0, for: .seconds(30)) }
-        try await Self.eventually { waiters.count == 1 }
-        waiting.cancel()
-        #expect(await waiting.value.ending == .released)
-        #expect(waiters.count == 0)
+        let second = Task { await wait(after: 0, for: .seconds(30)) }
+        try await Self.eventually { waiters.count == 2 }
+        waiters.release(try #require(tickets.withLock { $0.first }))
+        #expect(await first.value.ending == .released)
+        #expect(waiters.count == 1)
+        // Released twice, or after its end: nothing happens.
+        waiters.release(try #require(tickets.withLock { $0.first }))
+        waiters.advance(to: 1)
+        #expect(await second.value.ending == .committed)
     }
 
     @Test func waitersWokenTogetherShareOneRead() async throws {
