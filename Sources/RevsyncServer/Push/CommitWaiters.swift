@@ -4,8 +4,9 @@ import Synchronization
 /// The requests of this instance waiting for a commit after their `maxRevision` (long-poll),
 /// and the highest head the instance has heard of, which wakes them.
 ///
-/// A waiter is an entry here, a timer on an event loop and the closure that answers it: no
-/// task, no connection lease, no buffer. Its closure is called once, with one of four endings:
+/// A waiter is an entry here, its deadline in `WaitDeadlines` and the closure that answers it:
+/// no task, no connection lease, no buffer, no timer of its own (one timer, at the earliest
+/// deadline, serves them all). Its closure is called once, with one of four endings:
 /// a head past its revision (`committed`), its time (`timedOut`), `release` (the client went
 /// away, or its connection is closing) or `close` (shutdown).
 package final class CommitWaiters: Sendable {
@@ -32,7 +33,6 @@ package final class CommitWaiters: Sendable {
     private struct Waiter {
         let after: Int64
         let resume: @Sendable (WaitResult) -> Void
-        var timer: Scheduled<Void>?
     }
 
     private struct State {
@@ -40,6 +40,11 @@ package final class CommitWaiters: Sendable {
         var waiters: [Int: Waiter] = [:]
         var nextId = 0
         var closed = false
+        var deadlines = WaitDeadlines()
+        /// The one timer, due at `deadlines.earliest` when it was set.
+        var timer: (at: NIODeadline, task: Scheduled<Void>, generation: Int)?
+        /// Tells the current timer from one replaced too late to be cancelled.
+        var timerGeneration = 0
     }
 
     private let state = Mutex(State())
@@ -79,10 +84,7 @@ package final class CommitWaiters: Sendable {
         }
         guard !woken.isEmpty else { return }
         let result = WaitResult(ending: .committed, at: .now)
-        for waiter in woken {
-            waiter.timer?.cancel()
-            waiter.resume(result)
-        }
+        for waiter in woken { waiter.resume(result) }
     }
 
     /// Waits until the head passes `revision`, `duration` passes, `release` names the ticket or
@@ -91,31 +93,19 @@ package final class CommitWaiters: Sendable {
     /// closed, calls it at once, before this returns.
     @discardableResult
     package func park(after revision: Int64, for duration: Duration, resume: @escaping @Sendable (WaitResult) -> Void) -> Ticket {
-        let ticket = Ticket(id: state.withLock { state in
+        let deadline = NIODeadline.now() + .nanoseconds(duration.nanoseconds)
+        let (ticket, immediate): (Ticket, Ending?) = state.withLock { state in
             state.nextId += 1
-            return state.nextId
-        })
-        let immediate: Ending? = state.withLock { state in
-            if state.closed { return .released }
-            if state.head > revision { return .committed }
+            let ticket = Ticket(id: state.nextId)
+            if state.closed { return (ticket, .released) }
+            if state.head > revision { return (ticket, .committed) }
             state.waiters[ticket.id] = Waiter(after: revision, resume: resume)
+            state.deadlines.insert(.init(at: deadline, id: ticket.id))
             changed(state.waiters.count)
-            return nil
+            armTimer(&state)
+            return (ticket, nil)
         }
-        if let immediate {
-            resume(WaitResult(ending: immediate, at: .now))
-            return ticket
-        }
-        let timer = timers.any().scheduleTask(in: .nanoseconds(duration.nanoseconds)) { [self] in
-            end(ticket, .timedOut)
-        }
-        // Ended meanwhile (a wake-up on another thread): the timer has nothing left to end.
-        let armed = state.withLock { state in
-            guard state.waiters[ticket.id] != nil else { return false }
-            state.waiters[ticket.id]?.timer = timer
-            return true
-        }
-        if !armed { timer.cancel() }
+        if let immediate { resume(WaitResult(ending: immediate, at: .now)) }
         return ticket
     }
 
@@ -130,15 +120,15 @@ package final class CommitWaiters: Sendable {
             state.closed = true
             defer {
                 state.waiters = [:]
+                state.deadlines = WaitDeadlines()
+                state.timer?.task.cancel()
+                state.timer = nil
                 changed(0)
             }
             return Array(state.waiters.values)
         }
         let result = WaitResult(ending: .released, at: .now)
-        for waiter in all {
-            waiter.timer?.cancel()
-            waiter.resume(result)
-        }
+        for waiter in all { waiter.resume(result) }
     }
 
     private func end(_ ticket: Ticket, _ ending: Ending) {
@@ -147,8 +137,46 @@ package final class CommitWaiters: Sendable {
             changed(state.waiters.count)
             return waiter
         }
-        guard let waiter else { return }
-        waiter.timer?.cancel()
-        waiter.resume(WaitResult(ending: ending, at: .now))
+        waiter?.resume(WaitResult(ending: ending, at: .now))
+    }
+
+    /// Ends the waits whose deadline has come (the timer), then sets it for the next one.
+    private func timerFired(_ generation: Int) {
+        let due: [Waiter] = state.withLock { state in
+            if state.timer?.generation == generation { state.timer = nil }
+            var due: [Waiter] = []
+            for entry in state.deadlines.popDue(at: .now()) {
+                if let waiter = state.waiters.removeValue(forKey: entry.id) { due.append(waiter) }
+            }
+            if !due.isEmpty { changed(state.waiters.count) }
+            armTimer(&state)
+            return due
+        }
+        let result = WaitResult(ending: .timedOut, at: .now)
+        for waiter in due { waiter.resume(result) }
+    }
+
+    /// Points the timer at the earliest live deadline (under the lock). Waits ended early leave
+    /// their deadlines behind; once they outnumber the live ones, the heap is rebuilt without them.
+    private func armTimer(_ state: inout State) {
+        let waiters = state.waiters
+        if state.deadlines.count > 2 * waiters.count + 64 {
+            state.deadlines.rebuild { waiters[$0] != nil }
+        } else {
+            state.deadlines.dropStale { waiters[$0] != nil }
+        }
+        guard let earliest = state.deadlines.earliest else {
+            state.timer?.task.cancel()
+            state.timer = nil
+            return
+        }
+        if let timer = state.timer, timer.at <= earliest { return }
+        // NIO cancels a task by searching its loop's timers, but this is one timer, replaced
+        // only when a shorter wait arrives.
+        state.timer?.task.cancel()
+        state.timerGeneration += 1
+        let generation = state.timerGeneration
+        let task = timers.any().scheduleTask(deadline: earliest) { [self] in timerFired(generation) }
+        state.timer = (earliest, task, generation)
     }
 }

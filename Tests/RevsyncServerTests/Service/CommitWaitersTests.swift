@@ -56,6 +56,38 @@ import Testing
         #expect(waiters.count == 0)
     }
 
+    /// One timer serves every wait: a shorter wait that comes after a longer one must move it.
+    @Test func aShorterWaitParkedLaterRunsOutFirst() async throws {
+        let endings = Endings()
+        let long = Task {
+            let result = await wait(after: 0, for: .milliseconds(1_500))
+            endings.value.withLock { $0.append("long") }
+            return result.ending
+        }
+        try await Self.eventually { waiters.count == 1 }
+        let short = await wait(after: 0, for: .milliseconds(50))
+        endings.value.withLock { $0.append("short") }
+        #expect(short.ending == .timedOut)
+        #expect(waiters.count == 1)
+        #expect(await long.value == .timedOut)
+        #expect(endings.value.withLock { $0 } == ["short", "long"])
+        #expect(waiters.count == 0)
+    }
+
+    /// Waits that ended early leave their deadlines behind; the later waits still run out.
+    @Test func waitsEndedEarlyDoNotHoldUpTheOthersTimeouts() async throws {
+        let tickets = Tickets()
+        var released: [Task<CommitWaiters.WaitResult, Never>] = []
+        for _ in 0..<100 {
+            released.append(Task { await wait(after: 0, for: .milliseconds(100)) { ticket in tickets.value.withLock { $0.append(ticket) } } })
+        }
+        try await Self.eventually { waiters.count == 100 }
+        for ticket in tickets.value.withLock({ $0 }) { waiters.release(ticket) }
+        for task in released { #expect(await task.value.ending == .released) }
+        #expect(await wait(after: 0, for: .milliseconds(200)).ending == .timedOut)
+        #expect(waiters.count == 0)
+    }
+
     @Test func closingReleasesEveryWaiterAndLaterOnesAtOnce() async throws {
         let first = Task { await wait(after: 0, for: .seconds(30)) }
         try await Self.eventually { waiters.count == 1 }
@@ -108,4 +140,13 @@ import Testing
 
 private final class ReadCount: Sendable {
     let value = Atomic<Int>(0)
+}
+
+/// The order in which waits ended.
+private final class Endings: Sendable {
+    let value = Mutex<[String]>([])
+}
+
+private final class Tickets: Sendable {
+    let value = Mutex<[CommitWaiters.Ticket]>([])
 }
