@@ -23,6 +23,7 @@ struct BenchCommand: AsyncParsableCommand {
     @Flag(help: "Measure only live push by long-poll: many devices waiting on release `revsync serve` processes.") var push = false
     @Option(help: "With --push: devices waiting at once on one instance.") var pushWaiters = 10_000
     @Option(help: "With --push: devices waiting in the write-to-visible parts.") var pushVisibleWaiters = 100
+    @Option(help: "With --push: commits with every one of --push-waiters waiting, each after all wait again.") var pushFanOuts = 5
     @Option(help: "With --push: measured commits of each write-to-visible part.") var pushCommits = 200
     @Option(help: "With --push: seconds of each reading of the server's idle CPU.") var pushIdleSeconds = 10
     @Flag(help: "Measure only GET /snapshot: the JSON snapshot against the SQLite snapshot file, on release `revsync serve` processes.")
@@ -44,7 +45,9 @@ struct BenchCommand: AsyncParsableCommand {
         guard pushWaiters >= pushVisibleWaiters, pushVisibleWaiters >= 1 else {
             throw ValidationError("--push-visible-waiters must be 1 or more, and --push-waiters at least as many")
         }
-        guard pushCommits >= 1, pushIdleSeconds >= 1 else { throw ValidationError("--push-commits and --push-idle-seconds must be 1 or more") }
+        guard pushCommits >= 1, pushIdleSeconds >= 1, pushFanOuts >= 1 else {
+            throw ValidationError("--push-commits, --push-fan-outs and --push-idle-seconds must be 1 or more")
+        }
         guard !(snapshot && (push || writesOnly || catchUpOnly)) else {
             throw ValidationError("--snapshot measures the snapshot only: leave out --push, --writes-only and --catch-up-only")
         }
@@ -57,7 +60,7 @@ struct BenchCommand: AsyncParsableCommand {
         logger.logLevel = .warning
         if push {
             let options = PushBench.Options(
-                waiters: pushWaiters, visibleWaiters: pushVisibleWaiters, commits: pushCommits, idleSeconds: pushIdleSeconds,
+                waiters: pushWaiters, visibleWaiters: pushVisibleWaiters, fanOuts: pushFanOuts, commits: pushCommits, idleSeconds: pushIdleSeconds,
                 server: server ?? Self.sibling("revsync"))
             let report = try await PushBench(databaseURL: databaseURL, redisURL: redisURL, options: options, logger: logger).run()
             print(report.table())

@@ -12,13 +12,16 @@ import RevsyncWire
 /// 1. `waiters` devices registered through the API, then all waiting on one instance: its
 ///    memory before and while they wait, and its CPU while they wait idle.
 /// 2. One commit by a writer device with all of them waiting: each answer's time after the
-///    writer's acknowledgement.
+///    writer's acknowledgement; `fanOuts` times, all of them waiting again before each.
 /// 3. Write to visible: `visibleWaiters` devices waiting on the writer's instance, commits one at a time.
 /// 4. The same with the waiters on a second instance (same PostgreSQL and Redis).
 struct PushBench {
     struct Options {
         var waiters = 10_000
         var visibleWaiters = 100
+        /// Part 2's commits, each with every waiter waiting: one fan-out on this machine varies
+        /// by a fifth from run to run.
+        var fanOuts = 5
         var commits = 200
         var warmUpCommits = 10
         var idleSeconds = 10
@@ -178,21 +181,30 @@ struct PushBench {
         try early.checkNoneAnswered()
         try first.checkRunning()
 
-        // Part 2: one commit with all of them waiting.
-        print("one commit, \(options.waiters) waiting …")
-        let ticksBefore = (server: try ProcessReadings.cpuTicks(first.pid), bench: try ProcessReadings.cpuTicks(getpid()))
-        let commit = try await writer.commit()
-        let answers = try await AnswerTally.all(futures, within: .seconds(60), what: "the \(options.waiters) waiters after revision \(commit.revision)")
-        let milliseconds = { (ticks: Int) in Double(ticks) * 1000 / Double(ProcessReadings.ticksPerSecond) }
-        let serverCPU = milliseconds(try ProcessReadings.cpuTicks(first.pid) - ticksBefore.server)
-        let benchCPU = milliseconds(try ProcessReadings.cpuTicks(getpid()) - ticksBefore.bench)
-        try Self.check(answers, carry: commit.revision)
-        let fromAcknowledgement = answers.map { $0.received - commit.ack.received }
-        let fanOut = FanOutFigures(
-            waiters: options.waiters, commitMicroseconds: Double((commit.ack.received - commit.sent).microseconds),
-            fromAcknowledgement: Latencies(fromAcknowledgement.map { max($0, .zero) }),
-            fromSend: Latencies(answers.map { $0.received - commit.sent }),
-            beforeAcknowledgement: fromAcknowledgement.count { $0 < .zero }, serverCPUMilliseconds: serverCPU, benchCPUMilliseconds: benchCPU)
+        // Part 2: one commit with all of them waiting, `fanOuts` times.
+        var fanOuts: [FanOutRound] = [], fromAcknowledgement: [Duration] = []
+        var waiting = futures
+        for round in 1...options.fanOuts {
+            if round > 1 {
+                let from = writer.revision
+                waiting = connections.map { $0.sync(Self.waitBody(from, wait: Self.fanOutWait)) }
+                let again = AnswerTally(waiting)
+                switch try await gauge.waitFor(options.waiters, on: first, requests: again, timeout: .seconds(120), stall: .seconds(5)) {
+                case .reached, .absent: break
+                case .short(let count):
+                    throw BenchError("only \(count) of the \(options.waiters) waiters waited again before fan-out \(round) (\(WaitingGauge.name))")
+                }
+                try again.checkNoneAnswered()
+                // Both sides idle, so that each fan-out starts as the first did.
+                _ = try await ProcessReadings.waitUntilQuiet(first.pid, timeout: .seconds(30))
+                _ = try await ProcessReadings.waitUntilQuiet(getpid(), timeout: .seconds(30))
+            }
+            print("one commit, \(options.waiters) waiting (\(round) of \(options.fanOuts)) …")
+            let (round, samples) = try await fanOut(waiting, server: first, writer: &writer)
+            fanOuts.append(round)
+            fromAcknowledgement += samples
+        }
+        let fanOut = FanOutFigures(waiters: options.waiters, rounds: fanOuts, fromAcknowledgement: fromAcknowledgement)
         await closeAll(connections)
 
         // Part 3: write to visible on one instance.
@@ -216,6 +228,26 @@ struct PushBench {
             residentBytesBefore: residentBefore, residentBytesConnected: residentConnected, residentBytesWaiting: residentWaiting,
             idleSeconds: Double(options.idleSeconds), idleCPUPercent: idleCPU, baselineCPUPercent: baselineCPU,
             fanOut: fanOut, sameInstance: sameInstance, acrossInstances: acrossInstances)
+    }
+
+    /// One commit by the writer with every one of `waiting` waiting for it: its figures, and
+    /// each answer's time after the writer's acknowledgement.
+    private func fanOut(
+        _ waiting: [EventLoopFuture<PollAnswer>], server: ServerProcess, writer: inout PushWriter
+    ) async throws -> (round: FanOutRound, fromAcknowledgement: [Duration]) {
+        let ticksBefore = (server: try ProcessReadings.cpuTicks(server.pid), bench: try ProcessReadings.cpuTicks(getpid()))
+        let commit = try await writer.commit()
+        let answers = try await AnswerTally.all(waiting, within: .seconds(60), what: "the \(waiting.count) waiters after revision \(commit.revision)")
+        let milliseconds = { (ticks: Int) in Double(ticks) * 1000 / Double(ProcessReadings.ticksPerSecond) }
+        let serverCPU = milliseconds(try ProcessReadings.cpuTicks(server.pid) - ticksBefore.server)
+        let benchCPU = milliseconds(try ProcessReadings.cpuTicks(getpid()) - ticksBefore.bench)
+        try Self.check(answers, carry: commit.revision)
+        try server.checkRunning()
+        let fromAcknowledgement = answers.map { $0.received - commit.ack.received }
+        let round = FanOutRound(
+            commit: commit.ack.received - commit.sent, fromAcknowledgement: fromAcknowledgement,
+            fromSend: answers.map { $0.received - commit.sent }, serverCPUMilliseconds: serverCPU, benchCPUMilliseconds: benchCPU)
+        return (round, fromAcknowledgement)
     }
 
     /// `warmUp + commits` commits by the writer, each after every waiter waits for it on `server`;

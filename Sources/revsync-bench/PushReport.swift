@@ -3,18 +3,46 @@ import Foundation
 /// One commit seen by many waiting devices (part 2 of `--push`).
 struct FanOutFigures: Codable {
     let waiters: Int
+    let rounds: [FanOutRound]
+    /// From the writer's acknowledgement to each waiter's answer, over every fan-out (an answer
+    /// that arrived before the acknowledgement counts as 0).
+    let fromAcknowledgement: Latencies
+    /// Answers that arrived before the writer's acknowledgement, over every fan-out.
+    let beforeAcknowledgement: Int
+
+    init(waiters: Int, rounds: [FanOutRound], fromAcknowledgement all: [Duration]) {
+        self.waiters = waiters
+        self.rounds = rounds
+        fromAcknowledgement = Latencies(all.map { max($0, .zero) })
+        beforeAcknowledgement = all.count { $0 < .zero }
+    }
+
+    /// A figure of each fan-out, in order: `a / b / c`.
+    func each(_ value: (FanOutRound) -> Double, _ format: (Double) -> String) -> String {
+        rounds.map { format(value($0)) }.joined(separator: " / ")
+    }
+}
+
+/// One commit with every waiter waiting.
+struct FanOutRound: Codable {
     /// The writer's request, sent to acknowledged.
     let commitMicroseconds: Double
     /// From the writer's acknowledgement to each waiter's answer; its max is the last one answered.
     let fromAcknowledgement: Latencies
     /// From the writer's request being sent to each waiter's answer.
     let fromSend: Latencies
-    /// Answers that arrived before the writer's acknowledgement (counted as 0 in `fromAcknowledgement`).
-    let beforeAcknowledgement: Int
     /// CPU time (user + system, all threads) the server and the bench used from the writer's
     /// request to the last answer: whose work the fan-out's time is.
     let serverCPUMilliseconds: Double
     let benchCPUMilliseconds: Double
+
+    init(commit: Duration, fromAcknowledgement: [Duration], fromSend: [Duration], serverCPUMilliseconds: Double, benchCPUMilliseconds: Double) {
+        commitMicroseconds = Double(commit.microseconds)
+        self.fromAcknowledgement = Latencies(fromAcknowledgement.map { max($0, .zero) })
+        self.fromSend = Latencies(fromSend)
+        self.serverCPUMilliseconds = serverCPUMilliseconds
+        self.benchCPUMilliseconds = benchCPUMilliseconds
+    }
 }
 
 /// Commits one at a time, each seen by every waiting device (parts 3 and 4 of `--push`).
@@ -133,13 +161,15 @@ struct PushReport: Codable, ReportFile {
                   "\(Self.kibibytes(Double(connected - before) / Double(max(waiters, 1)))) (\(Self.mebibytes(connected)))"),
             atMost("server CPU over \(String(format: "%.0f", idleSeconds)) s, \(count(waiters)) waiting idle (% of one core)", idleCPU, targetIdleCPUPercent, "1 %", percent),
             plain("  the same before any waited", percent(baselineCPU)),
-            plain("one commit, \(count(waiters)) waiting: the writer's round trip", f(fanOut.commitMicroseconds)),
-            plain("  writer's ack → each answer, p50", f(fanOut.fromAcknowledgement.p50)),
+            plain("one commit, \(count(waiters)) waiting, \(fanOut.rounds.count) times: the writer's round trip", fanOut.each(\.commitMicroseconds, Self.milliseconds) + " ms"),
+            plain("  writer's ack → each answer (all \(fanOut.rounds.count)), p50", f(fanOut.fromAcknowledgement.p50)),
             atMost("  p99", fanOut.fromAcknowledgement.p99, targetFanOutP99, "200 ms", f),
-            plain("  max: the last one answered", f(fanOut.fromAcknowledgement.max)),
-            plain("  writer's request sent → last answered", f(fanOut.fromSend.max)),
-            early(fanOut.beforeAcknowledgement, of: fanOut.waiters),
-            plain("  CPU meanwhile: server / bench", String(format: "%.0f ms / %.0f ms", fanOut.serverCPUMilliseconds, fanOut.benchCPUMilliseconds)),
+            plain("  each one's p99", fanOut.each(\.fromAcknowledgement.p99, Self.milliseconds) + " ms"),
+            plain("  each one's last answer", fanOut.each(\.fromAcknowledgement.max, Self.milliseconds) + " ms"),
+            plain("  writer's request sent → last answered", fanOut.each(\.fromSend.max, Self.milliseconds) + " ms"),
+            early(fanOut.beforeAcknowledgement, of: fanOut.fromAcknowledgement.count),
+            plain("  CPU meanwhile: server", fanOut.each(\.serverCPUMilliseconds) { String(format: "%.0f", $0) } + " ms"),
+            plain("  CPU meanwhile: bench", fanOut.each(\.benchCPUMilliseconds) { String(format: "%.0f", $0) } + " ms"),
         ]
         let same = sameInstance.latency, across = acrossInstances.latency
         figures += [
@@ -185,6 +215,8 @@ struct PushReport: Codable, ReportFile {
     private static func cell(_ text: String, _ width: Int) -> String { text + String(repeating: " ", count: max(0, width - text.count)) }
     private static func mebibytes(_ bytes: Int) -> String { String(format: "%.1f MiB", Double(bytes) / 1_048_576) }
     private static func kibibytes(_ bytes: Double) -> String { String(format: "%.1f KiB", bytes / 1024) }
+    /// Microseconds as `123` (milliseconds, no unit), for a list of them.
+    private static func milliseconds(_ microseconds: Double) -> String { String(format: "%.0f", microseconds / 1000) }
     /// `10,000` style.
     private static func count(_ value: Int) -> String {
         let digits = String(value)

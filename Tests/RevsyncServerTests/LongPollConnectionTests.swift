@@ -50,6 +50,38 @@ import Testing
         }
     }
 
+    /// One commit answers every request the connections hold, on both event loops, all with
+    /// the same bytes; each wake-up is counted once.
+    @Test func oneCommitAnswersEveryRequestTheConnectionsHold() async throws {
+        try await withLiveServer { live in
+            // Enough to spread over both event loops; more only loads the suite's other tests.
+            let count = 40
+            let (writer, _) = try await live.server.devices.register(name: "writer", user: "writer", role: "member")
+            var connections: [RawConnection] = []
+            for index in 0..<count {
+                let (_, token) = try await live.server.devices.register(name: "reader \(index)", user: "reader", role: "viewer")
+                let connection = try RawConnection(port: try #require(live.baseURL.port))
+                connection.send(Self.request(token: token, wait: 60))
+                connections.append(connection)
+            }
+            try await LongPollTests.eventually("every request waiting", within: .seconds(20)) { live.server.waiters.count == count }
+            try await Self.commitNote(live, writer)
+            var bodies: Set<String> = []
+            for connection in connections {
+                let (text, closed) = await connection.readUntilClosed(timeout: .seconds(20), orUntil: #""maxRevision":1}"#)
+                #expect(text.hasPrefix("HTTP/1.1 200"))
+                #expect(!closed)
+                let body = try #require(text.range(of: "\r\n\r\n")).upperBound
+                bodies.insert(String(text[body...]))
+            }
+            #expect(bodies.count == 1)
+            #expect(bodies.first?.contains("note 1") == true)
+            let exposition = live.server.metrics.exposition()
+            #expect(exposition.contains(#"revsync_sync_wakeups_total{reason="committed"} \#(count)"#))
+            #expect(exposition.contains("revsync_sync_wake_to_answer_seconds_count \(count)"))
+        }
+    }
+
     /// A request pipelined behind a waiting one is answered after it, however soon it is ready.
     @Test func aRequestPipelinedBehindAWaitingOneIsAnsweredAfterIt() async throws {
         try await withLiveServer { live in

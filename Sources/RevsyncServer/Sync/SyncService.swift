@@ -89,9 +89,10 @@ package struct SyncService: Sendable {
         let outcomes = try await committer.apply(request.changeSets, device: device)
         // Every revision an outcome names (new, or repeated) is the device's own.
         let own = outcomes.compactMap(\.revision)
-        // This instance's waiters wake as this request's answer is ready (or it failed): the writer's
-        // acknowledgement goes out ahead of the thousands of answers its commit may wake, not
-        // behind them. Other instances' waiters wake through Redis or their re-check (`CommitFeed`).
+        // Without Redis this instance's waiters wake once this request's answer is ready (or it
+        // failed). With Redis, the instance's own message on the commits channel (`CommitFeed`)
+        // usually wakes them first, as it does every other instance's; the advance here then
+        // finds the head already there.
         defer { if let longPoll, let newest = own.max() { longPoll.waiters.advance(to: newest) } }
         // A change set's time is its request's: it commits with the rest of its batch.
         let duration = ContinuousClock.now - applying
