@@ -10,9 +10,22 @@ public enum TestDatabase {
 
     static let logger = Logger(label: "revsync.tests.database")
 
+    /// The prefix of every test database's name; the name goes on with the second it was
+    /// made (Unix time) and a random part.
+    static let prefix = "revsync_test_"
+    /// A test database older than this was left behind: no test runs this long.
+    static let leftoverAge: TimeInterval = 3600
+
+    /// Drops what earlier runs left behind, once per process and in the background: a run that
+    /// crashed, a drop that failed, or a deferred drop the test process ended before. The stack's
+    /// PostgreSQL had gathered 640 of them (5 GB) before this.
+    private static let sweep: Task<Void, Never> = Task.detached(priority: .background) { await dropLeftovers() }
+
     /// Creates an empty database and returns its URL.
     public static func create() async throws -> String {
-        let name = "revsync_test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
+        _ = sweep
+        let random = UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
+        let name = prefix + "\(Int(Date().timeIntervalSince1970))_" + random
         try await onServer("CREATE DATABASE \(name)")
         var components = URLComponents(string: serverURL)
         components?.path = "/" + name
@@ -25,7 +38,26 @@ public enum TestDatabase {
         try? await onServer("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
     }
 
-    private static func onServer(_ sql: String) async throws {
+    /// Whether a test database named `name` was made more than `leftoverAge` before `now`. A
+    /// name without its time (made before the names carried one) is a leftover too.
+    static func isLeftover(_ name: String, now: Date) -> Bool {
+        guard name.hasPrefix(prefix) else { return false }
+        let parts = name.dropFirst(prefix.count).split(separator: "_")
+        guard parts.count == 2, let made = TimeInterval(parts[0]) else { return true }
+        return now.timeIntervalSince1970 - made > leftoverAge
+    }
+
+    private static func dropLeftovers() async {
+        guard let names = try? await onServer("SELECT datname FROM pg_database WHERE datname LIKE 'revsync\\_test\\_%'") else { return }
+        let now = Date()
+        for name in names where isLeftover(name, now: now) {
+            try? await onServer("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+        }
+    }
+
+    /// Runs `sql` on the server's own database; the first column of each row it returns, as text.
+    @discardableResult
+    private static func onServer(_ sql: String) async throws -> [String] {
         guard let components = URLComponents(string: serverURL), let host = components.host else {
             throw TestSetupError("REVSYNC_TEST_DATABASE_URL is not a postgres:// URL: \(serverURL)")
         }
@@ -40,7 +72,11 @@ public enum TestDatabase {
                 "the tests need PostgreSQL at \(serverURL) and cannot reach it (\(error)). Start it with `Scripts/stack start`, or run the tests with `Scripts/test`.")
         }
         defer { Task { try? await connection.close() } }
-        _ = try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger).collect()
+        var column: [String] = []
+        for try await row in try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger) {
+            if let value = try? row.decode(String.self) { column.append(value) }
+        }
+        return column
     }
 }
 
