@@ -237,10 +237,13 @@ struct PushBench {
     ) async throws -> (round: FanOutRound, fromAcknowledgement: [Duration]) {
         let ticksBefore = (server: try ProcessReadings.cpuTicks(server.pid), bench: try ProcessReadings.cpuTicks(getpid()))
         let commit = try await writer.commit()
-        let answers = try await AnswerTally.all(waiting, within: .seconds(60), what: "the \(waiting.count) waiters after revision \(commit.revision)")
+        var ticksAfter = (server: 0, bench: 0)
+        let answers = try await AnswerTally.all(waiting, within: .seconds(60), what: "the \(waiting.count) waiters after revision \(commit.revision)") {
+            ticksAfter = (try ProcessReadings.cpuTicks(server.pid), try ProcessReadings.cpuTicks(getpid()))
+        }
         let milliseconds = { (ticks: Int) in Double(ticks) * 1000 / Double(ProcessReadings.ticksPerSecond) }
-        let serverCPU = milliseconds(try ProcessReadings.cpuTicks(server.pid) - ticksBefore.server)
-        let benchCPU = milliseconds(try ProcessReadings.cpuTicks(getpid()) - ticksBefore.bench)
+        let serverCPU = milliseconds(ticksAfter.server - ticksBefore.server)
+        let benchCPU = milliseconds(ticksAfter.bench - ticksBefore.bench)
         try Self.check(answers, carry: commit.revision)
         try server.checkRunning()
         let fromAcknowledgement = answers.map { $0.received - commit.ack.received }

@@ -32,7 +32,7 @@ struct FanOutRound: Codable {
     /// From the writer's request being sent to each waiter's answer.
     let fromSend: Latencies
     /// CPU time (user + system, all threads) the server and the bench used from the writer's
-    /// request to the last answer: whose work the fan-out's time is.
+    /// request to the last answer (seen within 2 ms): whose work the fan-out's time is.
     let serverCPUMilliseconds: Double
     let benchCPUMilliseconds: Double
 
