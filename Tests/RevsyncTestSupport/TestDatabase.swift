@@ -33,9 +33,19 @@ public enum TestDatabase {
         return url
     }
 
+    /// Drops the database of `url`. While the whole suite runs, PostgreSQL turns connections
+    /// away past `max_connections` ("too many clients already", a thousand times in one run on
+    /// the stack's log): a drop tries again for a few seconds instead of leaving it behind.
     public static func drop(_ url: String) async {
         guard let name = URLComponents(string: url)?.path.dropFirst(), !name.isEmpty else { return }
-        try? await onServer("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+        for attempt in 1...10 {
+            do {
+                try await onServer("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+                return
+            } catch {
+                try? await Task.sleep(for: .milliseconds(100 * attempt))
+            }
+        }
     }
 
     /// Whether a test database named `name` was made more than `leftoverAge` before `now`. A
