@@ -10,7 +10,9 @@ enum SharedTestRedis {
 
     static func configuration() throws -> RedisConfiguration {
         let url = ProcessInfo.processInfo.environment["REVSYNC_TEST_REDIS_URL"].flatMap { $0.isEmpty ? nil : $0 } ?? defaultURL
-        return try RedisConfiguration(url: url)
+        var configuration = try RedisConfiguration(url: url)
+        configuration.connectTimeout = RedisConfiguration.testConnectTimeout
+        return configuration
     }
 
     /// Runs `body` with a client of the shared server; deletes the test's keys afterwards.

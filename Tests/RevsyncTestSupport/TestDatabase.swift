@@ -9,6 +9,8 @@ public enum TestDatabase {
     }
 
     static let logger = Logger(label: "revsync.tests.database")
+    /// SQLSTATE 53300, "too many clients already".
+    static let tooManyClients = "53300"
 
     /// The prefix of every test database's name; the name goes on with the second it was
     /// made (Unix time) and a random part.
@@ -33,19 +35,9 @@ public enum TestDatabase {
         return url
     }
 
-    /// Drops the database of `url`. While the whole suite runs, PostgreSQL turns connections
-    /// away past `max_connections` ("too many clients already", a thousand times in one run on
-    /// the stack's log): a drop tries again for a few seconds instead of leaving it behind.
     public static func drop(_ url: String) async {
         guard let name = URLComponents(string: url)?.path.dropFirst(), !name.isEmpty else { return }
-        for attempt in 1...10 {
-            do {
-                try await onServer("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
-                return
-            } catch {
-                try? await Task.sleep(for: .milliseconds(100 * attempt))
-            }
-        }
+        try? await onServer("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
     }
 
     /// Whether a test database named `name` was made more than `leftoverAge` before `now`. A
@@ -75,11 +67,21 @@ public enum TestDatabase {
             host: host, port: components.port ?? 5432, username: components.user ?? "postgres",
             password: components.password, database: String(components.path.dropFirst()), tls: .disable)
         let connection: PostgresConnection
-        do {
-            connection = try await PostgresConnection.connect(configuration: configuration, id: 1, logger: logger)
-        } catch {
-            throw TestSetupError(
-                "the tests need PostgreSQL at \(serverURL) and cannot reach it (\(error)). Start it with `Scripts/stack start`, or run the tests with `Scripts/test`.")
+        var attempt = 0
+        while true {
+            do {
+                connection = try await PostgresConnection.connect(configuration: configuration, id: 1, logger: logger)
+                break
+            } catch let error as PSQLError where error.serverInfo?[.sqlState] == tooManyClients && attempt < 20 {
+                // While the whole suite runs, PostgreSQL turns connections away past
+                // `max_connections` (over a thousand times in one run on the stack's log): a
+                // drop that gave up then left its database behind, 24 a run.
+                attempt += 1
+                try? await Task.sleep(for: .milliseconds(50 * attempt))
+            } catch {
+                throw TestSetupError(
+                    "the tests need PostgreSQL at \(serverURL) and cannot reach it (\(error)). Start it with `Scripts/stack start`, or run the tests with `Scripts/test`.")
+            }
         }
         defer { Task { try? await connection.close() } }
         var column: [String] = []
