@@ -49,17 +49,33 @@ public enum TestDatabase {
         return now.timeIntervalSince1970 - made > leftoverAge
     }
 
+    /// On one connection: a sweep may have hundreds to drop.
     private static func dropLeftovers() async {
-        guard let names = try? await onServer("SELECT datname FROM pg_database WHERE datname LIKE 'revsync\\_test\\_%'") else { return }
-        let now = Date()
-        for name in names where isLeftover(name, now: now) {
-            try? await onServer("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+        try? await withServerConnection { connection in
+            let names = try await column("SELECT datname FROM pg_database WHERE datname LIKE 'revsync\\_test\\_%'", on: connection)
+            let now = Date()
+            for name in names where isLeftover(name, now: now) {
+                _ = try? await column("DROP DATABASE IF EXISTS \(name) WITH (FORCE)", on: connection)
+            }
         }
     }
 
-    /// Runs `sql` on the server's own database; the first column of each row it returns, as text.
-    @discardableResult
-    private static func onServer(_ sql: String) async throws -> [String] {
+    /// Runs `sql` on the server's own database, on a connection of its own.
+    private static func onServer(_ sql: String) async throws {
+        try await withServerConnection { _ = try await column(sql, on: $0) }
+    }
+
+    /// The first column of each row `sql` returns, as text.
+    private static func column(_ sql: String, on connection: PostgresConnection) async throws -> [String] {
+        var column: [String] = []
+        for try await row in try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger) {
+            if let value = try? row.decode(String.self) { column.append(value) }
+        }
+        return column
+    }
+
+    /// Runs `body` with a connection to the server's own database, closed before this returns.
+    private static func withServerConnection(_ body: (PostgresConnection) async throws -> Void) async throws {
         guard let components = URLComponents(string: serverURL), let host = components.host else {
             throw TestSetupError("REVSYNC_TEST_DATABASE_URL is not a postgres:// URL: \(serverURL)")
         }
@@ -83,12 +99,13 @@ public enum TestDatabase {
                     "the tests need PostgreSQL at \(serverURL) and cannot reach it (\(error)). Start it with `Scripts/stack start`, or run the tests with `Scripts/test`.")
             }
         }
-        defer { Task { try? await connection.close() } }
-        var column: [String] = []
-        for try await row in try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger) {
-            if let value = try? row.decode(String.self) { column.append(value) }
+        do {
+            try await body(connection)
+        } catch {
+            try? await connection.close()
+            throw error
         }
-        return column
+        try? await connection.close()
     }
 }
 
