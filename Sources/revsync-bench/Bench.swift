@@ -78,10 +78,11 @@ struct Bench {
         // Every wrk connection of part (d) is the one reader device: the per-device limit (4 by
         // default) would answer the rest 503, which measures the guard, not catch-up.
         settings.maxRequestsPerDevice = ConcurrentLoad.connections.max() ?? 1
-        // Group commit as the server would run it with the same environment, so batch settings can be compared.
+        // Group commit and the cache's memory as the server would run them with the same environment, so settings can be compared.
         if let environment = try? ServerSettings.fromEnvironment() {
             settings.commitBatchSize = environment.commitBatchSize
             settings.commitBatchWait = environment.commitBatchWait
+            settings.cacheMemoryRevisions = environment.cacheMemoryRevisions
         }
         return settings
     }

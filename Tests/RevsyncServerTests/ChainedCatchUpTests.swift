@@ -46,7 +46,8 @@ import Testing
     }
 
     @Test func chainedPiecesShrinkGzipAnswersAndHoldThePlainJSONWithTwoWritersTakingTurns() async throws {
-        try await withTestServer { harness in
+        // It knocks keys out of Redis: this instance's own copy of its commits (`RecentValues`) would hide that.
+        try await withTestServer(configure: { $0.cacheMemoryRevisions = 0 }) { harness in
             let alice = try await harness.register("member", name: "alice")
             let bob = try await harness.register("member", name: "bob")
             let reader = try await harness.register("viewer", name: "reader")
@@ -93,7 +94,8 @@ import Testing
     }
 
     @Test func aChainedPieceMadeAfterOtherBytesIsSentAloneInstead() async throws {
-        try await withTestServer { harness in
+        // It knocks keys out of Redis: this instance's own copy of its commits (`RecentValues`) would hide that.
+        try await withTestServer(configure: { $0.cacheMemoryRevisions = 0 }) { harness in
             let writer = try await harness.register("member", name: "writer")
             let reader = try await harness.register("viewer", name: "reader")
             for seq in Int64(1)...20 { _ = try await harness.sync(writer, from: try await harness.head(), CacheTests.notes(from: seq, count: 1)) }
@@ -121,6 +123,8 @@ import Testing
             $0.cacheReconcileInterval = .seconds(3600)
             $0.limits.catchUpMaxChangeSets = maxChangeSets
             $0.limits.catchUpMaxBytes = maxBytes
+            // It knocks keys out of Redis: this instance's own copy of its commits (`RecentValues`) would hide that.
+            $0.cacheMemoryRevisions = 0
         }) { harness in
             let writer = try await harness.register("member", name: "writer")
             let reader = try await harness.register("viewer", name: "reader")
@@ -168,7 +172,8 @@ import Testing
     /// stored one, its chained piece and the runs dropped, and answers at many lags must
     /// hold the plain JSON with those fragments after pieces that end inside a byte.
     @Test func fragmentsHoldingAStoredBlockAreJoinedOnAByteAndHoldThePlainJSON() async throws {
-        try await withTestServer { harness in
+        // It knocks keys out of Redis: this instance's own copy of its commits (`RecentValues`) would hide that.
+        try await withTestServer(configure: { $0.cacheMemoryRevisions = 0 }) { harness in
             let writer = try await harness.register("member", name: "writer")
             let reader = try await harness.register("viewer", name: "reader")
             let head = try await CacheTests.write(harness, writer, count: 60, perRequest: 7)

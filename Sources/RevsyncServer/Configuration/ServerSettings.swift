@@ -48,6 +48,9 @@ public struct ServerSettings: Sendable {
     public var cacheWindow: Int64 = 100_000
     /// Approximate bytes of change sets kept in the cache; the window shrinks to fit.
     public var cacheMaxBytes = 512 * 1024 * 1024
+    /// The latest revisions this instance committed whose cache values it also keeps in
+    /// memory (`RecentValues`): a catch-up inside them skips Redis. 0 keeps none.
+    public var cacheMemoryRevisions: Int64 = 1024
     /// How often the cached head and horizon are checked against PostgreSQL.
     public var cacheReconcileInterval: Duration = .seconds(1)
     /// Where SQLite snapshot files are built and kept. Nil: a directory of the instance's
@@ -142,6 +145,7 @@ public struct ServerSettings: Sendable {
         if let prefix = value("REVSYNC_CACHE_PREFIX") { settings.cachePrefix = prefix }
         if let n = try integer("REVSYNC_CACHE_WINDOW") { settings.cacheWindow = Int64(max(1, n)) }
         if let n = try integer("REVSYNC_CACHE_MAX_BYTES") { settings.cacheMaxBytes = max(1024, n) }
+        if let n = try integer("REVSYNC_CACHE_MEMORY_REVISIONS") { settings.cacheMemoryRevisions = Int64(max(0, n)) }
         if let n = try integer("REVSYNC_CACHE_RECONCILE_MS") { settings.cacheReconcileInterval = .milliseconds(max(10, n)) }
         if let directory = value("REVSYNC_SNAPSHOT_DIR") { settings.snapshotDirectory = directory }
         if let n = try integer("REVSYNC_SNAPSHOT_REBUILD_REVISIONS") { settings.snapshotRebuildRevisions = Int64(max(1, n)) }

@@ -143,50 +143,8 @@ struct PostgresApplyTransaction: ApplyTransaction {
     // MARK: Writes
 
     func writeRecords(_ writes: [PlannedWrite]) async throws {
-        // One statement for the whole batch, one part per entity and kind: the rules made sure
-        // no two change sets of it write the same record.
-        var inserts: [String: (names: [String], records: [RecordWrite])] = [:], insertOrder: [String] = []
-        var updates: [String: (entity: String, names: [String], records: [RecordWrite])] = [:]
-        var deletes: [String: [Int64]] = [:]
-        for write in writes {
-            for insert in write.plan.inserts {
-                if inserts[insert.entity] == nil { insertOrder.append(insert.entity) }
-                inserts[insert.entity, default: (insert.names, [])].records += insert.records
-            }
-            for update in write.plan.updates {
-                let key = update.entity + "\u{0}" + update.names.joined(separator: ",")
-                updates[key, default: (update.entity, update.names, [])].records += update.records
-            }
-            for delete in write.plan.deletes { deletes[delete.entity, default: []] += delete.ids }
-        }
         var statement = BatchStatement()
-        for entity in insertOrder {
-            guard let insert = inserts[entity], let definition = schema.entity(named: entity), !insert.records.isEmpty else { continue }
-            let recordset = RecordsetJSON(definition, names: insert.names)
-            let columns = insert.names.map(SQLIdentifier.quoted).joined(separator: ", ")
-            let values = insert.names.map { "r." + SQLIdentifier.quoted($0) }.joined(separator: ", ")
-            statement.add("""
-                INSERT INTO \(SQLIdentifier.quoted(entity)) (id, revision, rs_writer, rs_other_revision, \(columns))
-                SELECT r.id, 0, r.rs_writer, r.rs_other_revision, \(values)
-                FROM jsonb_to_recordset(\(statement.bind(recordset.json(insert.records)))::jsonb) AS r(\(recordset.columnDefinitions))
-                """)
-        }
-        // Updates set the attributes and the write history the rules worked out.
-        for key in updates.keys.sorted() {
-            guard let update = updates[key], let definition = schema.entity(named: update.entity), !update.records.isEmpty else { continue }
-            let recordset = RecordsetJSON(definition, names: update.names)
-            let assignments = (update.names.map { "\(SQLIdentifier.quoted($0)) = r.\(SQLIdentifier.quoted($0))" } + [
-                "rs_writer = r.rs_writer", "rs_other_revision = r.rs_other_revision",
-            ]).joined(separator: ", ")
-            statement.add("""
-                UPDATE \(SQLIdentifier.quoted(update.entity)) AS t SET \(assignments)
-                FROM jsonb_to_recordset(\(statement.bind(recordset.json(update.records)))::jsonb) AS r(\(recordset.columnDefinitions))
-                WHERE t.id = r.id
-                """)
-        }
-        for (entity, ids) in deletes.sorted(by: { $0.key < $1.key }) {
-            statement.add("DELETE FROM \(SQLIdentifier.quoted(entity)) WHERE id = ANY(\(statement.bind(ids))::bigint[])")
-        }
+        _ = addRecordWrites(writes, stampingFrom: nil, to: &statement)
         remember(writes, in: &statement)
         guard !statement.isEmpty else { return }
         do {
@@ -194,6 +152,64 @@ struct PostgresApplyTransaction: ApplyTransaction {
         } catch {
             throw Self.conflict(from: error) ?? error
         }
+    }
+
+    /// The records of `writes`, one part per entity and kind: the rules made sure no two
+    /// change sets of them write the same record. With `head` (the part that took the
+    /// revisions), each inserted or updated record gets its change set's revision as it is
+    /// written; returns the keys so stamped.
+    private func addRecordWrites(_ writes: [PlannedWrite], stampingFrom head: String?, to statement: inout BatchStatement) -> Set<RecordKey> {
+        // k: the change set's place in the batch, from 1 (its revision is base + k).
+        var inserts: [String: (names: [String], records: [RecordWrite], ks: [Int64])] = [:], insertOrder: [String] = []
+        var updates: [String: (entity: String, names: [String], records: [RecordWrite], ks: [Int64])] = [:]
+        var deletes: [String: [Int64]] = [:]
+        var stamped: Set<RecordKey> = []
+        for (offset, write) in writes.enumerated() {
+            let k = Int64(offset + 1)
+            for insert in write.plan.inserts {
+                if inserts[insert.entity] == nil { insertOrder.append(insert.entity) }
+                inserts[insert.entity, default: (insert.names, [], [])].records += insert.records
+                inserts[insert.entity, default: (insert.names, [], [])].ks += Array(repeating: k, count: insert.records.count)
+                if head != nil { for record in insert.records { stamped.insert(RecordKey(insert.entity, record.id)) } }
+            }
+            for update in write.plan.updates {
+                let key = update.entity + "\u{0}" + update.names.joined(separator: ",")
+                updates[key, default: (update.entity, update.names, [], [])].records += update.records
+                updates[key, default: (update.entity, update.names, [], [])].ks += Array(repeating: k, count: update.records.count)
+                if head != nil { for record in update.records { stamped.insert(RecordKey(update.entity, record.id)) } }
+            }
+            for delete in write.plan.deletes { deletes[delete.entity, default: []] += delete.ids }
+        }
+        let from = head.map { "\($0) AS h, " } ?? ""
+        for entity in insertOrder {
+            guard let insert = inserts[entity], let definition = schema.entity(named: entity), !insert.records.isEmpty else { continue }
+            let recordset = RecordsetJSON(definition, names: insert.names, stamping: head != nil)
+            let columns = insert.names.map(SQLIdentifier.quoted).joined(separator: ", ")
+            let values = insert.names.map { "r." + SQLIdentifier.quoted($0) }.joined(separator: ", ")
+            let revision = head == nil ? "0" : "h.base + r.rs_k"
+            statement.add("""
+                INSERT INTO \(SQLIdentifier.quoted(entity)) (id, revision, rs_writer, rs_other_revision, \(columns))
+                SELECT r.id, \(revision), r.rs_writer, r.rs_other_revision, \(values)
+                FROM \(from)jsonb_to_recordset(\(statement.bind(recordset.json(insert.records, ks: insert.ks)))::jsonb) AS r(\(recordset.columnDefinitions))
+                """)
+        }
+        // Updates set the attributes and the write history the rules worked out.
+        for key in updates.keys.sorted() {
+            guard let update = updates[key], let definition = schema.entity(named: update.entity), !update.records.isEmpty else { continue }
+            let recordset = RecordsetJSON(definition, names: update.names, stamping: head != nil)
+            let assignments = (update.names.map { "\(SQLIdentifier.quoted($0)) = r.\(SQLIdentifier.quoted($0))" } + [
+                "rs_writer = r.rs_writer", "rs_other_revision = r.rs_other_revision",
+            ] + (head == nil ? [] : ["revision = h.base + r.rs_k"])).joined(separator: ", ")
+            statement.add("""
+                UPDATE \(SQLIdentifier.quoted(update.entity)) AS t SET \(assignments)
+                FROM \(from)jsonb_to_recordset(\(statement.bind(recordset.json(update.records, ks: update.ks)))::jsonb) AS r(\(recordset.columnDefinitions))
+                WHERE t.id = r.id
+                """)
+        }
+        for (entity, ids) in deletes.sorted(by: { $0.key < $1.key }) {
+            statement.add("DELETE FROM \(SQLIdentifier.quoted(entity)) WHERE id = ANY(\(statement.bind(ids))::bigint[])")
+        }
+        return stamped
     }
 
     func checkConstraints() async throws {
@@ -252,6 +268,18 @@ struct PostgresApplyTransaction: ApplyTransaction {
     /// the seqs' outcomes, and writes the ledger, in one statement: the revision lock is held
     /// only from here to COMMIT.
     func stamp(_ writes: [PlannedWrite], rejections: [PlannedRejection], lastSeqs: [Int64: Int64]) async throws -> [CommittedEntry] {
+        try await stamp(writes, rejections: rejections, lastSeqs: lastSeqs, writingRecords: false)
+    }
+
+    /// The records' writes and the stamp in one statement, one round trip fewer: each record
+    /// is written with its revision. Unique values are then checked while the revision lock is
+    /// held; a wait on another transaction's uncommitted value that waits for the lock in turn
+    /// is a deadlock PostgreSQL breaks, and the batch runs again (`PostgresChangeSetStore`).
+    func writeAndStamp(_ writes: [PlannedWrite], rejections: [PlannedRejection], lastSeqs: [Int64: Int64]) async throws -> [CommittedEntry] {
+        try await stamp(writes, rejections: rejections, lastSeqs: lastSeqs, writingRecords: true)
+    }
+
+    private func stamp(_ writes: [PlannedWrite], rejections: [PlannedRejection], lastSeqs: [Int64: Int64], writingRecords: Bool) async throws -> [CommittedEntry] {
         var statement = BatchStatement()
         try ledger(rejections: rejections, lastSeqs: lastSeqs, in: &statement)
         guard !writes.isEmpty else {
@@ -263,9 +291,15 @@ struct PostgresApplyTransaction: ApplyTransaction {
         let count = statement.bind(Int64(writes.count))
         statement.add("UPDATE revsync_head SET head = head + \(count) WHERE singleton RETURNING head - \(count) AS base")
         let head = "w\(statement.partCount - 1)"
+        var stamped: Set<RecordKey> = []
+        if writingRecords {
+            stamped = addRecordWrites(writes, stampingFrom: head, to: &statement)
+            remember(writes, in: &statement)
+        }
+        // Records written before (or by no insert or update of theirs) get their revision here.
         var written: [String: (ids: [Int64], ks: [Int64])] = [:]
         for (offset, write) in writes.enumerated() {
-            for key in write.plan.applied.writtenKeys {
+            for key in write.plan.applied.writtenKeys where !stamped.contains(key) {
                 written[key.entity, default: ([], [])].ids.append(key.id)
                 written[key.entity, default: ([], [])].ks.append(Int64(offset + 1))
             }
@@ -293,7 +327,13 @@ struct PostgresApplyTransaction: ApplyTransaction {
             SELECT h.base + e.k, e.device_id, NULLIF(e.seq, 0), replace(e.body, chr(1), (h.base + e.k)::text),
                 replace(e.author_body, chr(1), (h.base + e.k)::text) FROM \(head) AS h, \(entries) AS e
             """)
-        let rows = try await fetch(statement.query(final: "SELECT base FROM \(head)"))
+        let rows: [PostgresRow]
+        do {
+            rows = try await fetch(statement.query(final: "SELECT base FROM \(head)"))
+        } catch {
+            // With the records written here, a value PostgreSQL refuses is a conflict, as in `writeRecords`.
+            throw writingRecords ? Self.conflict(from: error) ?? error : error
+        }
         guard let base = try rows.first?.decode(Int64.self) else {
             throw StoreError.inconsistent("stamping the revisions returned nothing: is revsync_head empty? run `revsync migrate`")
         }

@@ -7,21 +7,24 @@ import RevsyncWire
 struct RecordsetJSON {
     let entity: Entity
     let names: [String]
+    let stamping: Bool
 
-    init(_ entity: Entity, names: [String]) {
+    init(_ entity: Entity, names: [String], stamping: Bool = false) {
         self.entity = entity
         self.names = names
+        self.stamping = stamping
     }
 
     /// `id bigint, "a" text, …`
     var columnDefinitions: String {
-        (["id bigint", "rs_writer bigint", "rs_other_revision bigint"] + names.map { name in
+        (["id bigint", "rs_writer bigint", "rs_other_revision bigint"] + (stamping ? ["rs_k bigint"] : []) + names.map { name in
             let type = entity.attribute(named: name).map { SchemaMigrationPlanner.sqlType($0.type) } ?? "text"
             return "\(SQLIdentifier.quoted(name)) \(type)"
         }).joined(separator: ", ")
     }
 
-    func json(_ records: [RecordWrite]) -> String {
+    /// - Parameter ks: each record's `rs_k`, when `stamping`.
+    func json(_ records: [RecordWrite], ks: [Int64] = []) -> String {
         var out = JSONWriter(capacity: 128 * records.count)
         out.byte(UInt8(ascii: "["))
         for (index, record) in records.enumerated() {
@@ -32,6 +35,10 @@ struct RecordsetJSON {
             out.integer(record.writer)
             out.raw(",\"rs_other_revision\":")
             out.integer(record.otherRevision)
+            if stamping, index < ks.count {
+                out.raw(",\"rs_k\":")
+                out.integer(ks[index])
+            }
             for name in names {
                 out.byte(UInt8(ascii: ","))
                 out.key(name)

@@ -74,12 +74,23 @@ extension RedisChangeLog {
         let chunk = Int64(max(16, min(limits.maxChangeSets, limits.maxBytes / max(64, Int(averageBytesPerForm)))))
         let guess = min(pageEnd, plus(revision, chunk), max(revision, knownHead, floor ?? 0))
         var pending = revision < guess ? pieces(revision + 1, guess) : []
-        var values = try await redis.mget([keys.head, keys.horizon] + pending.map(pieceKey))
-        guard let head = values[0].flatMap({ Int64(String(buffer: $0)) }), let horizon = values[1].flatMap({ Int64(String(buffer: $0)) }) else {
-            return CacheRead(state: nil, entries: [], more: false, hole: plus(revision, 1))
+        let head: Int64, horizon: Int64
+        var values: [ByteBuffer?]
+        if let known = stateForMemoryRead(floor: floor), let held = recentValues.values(pending.map(pieceKey)) {
+            // Every piece is one this instance committed a moment ago: no round trip at all.
+            (head, horizon, values) = (known.head, known.horizon, held)
+            metrics.recordCache("memory_reads")
+        } else {
+            values = try await redis.mget([keys.head, keys.horizon] + pending.map(pieceKey))
+            guard let cachedHead = values[0].flatMap({ Int64(String(buffer: $0)) }),
+                let cachedHorizon = values[1].flatMap({ Int64(String(buffer: $0)) })
+            else {
+                return CacheRead(state: nil, entries: [], more: false, hole: plus(revision, 1))
+            }
+            (head, horizon) = (cachedHead, cachedHorizon)
+            remember(LogState(head: head, horizon: horizon))
+            values.removeFirst(2)
         }
-        remember(LogState(head: head, horizon: horizon))
-        values.removeFirst(2)
         let through = min(pageEnd, max(head, floor ?? 0))
         var pager = CatchUpPager(limits: limits)
         var read = ReadEntries()
@@ -105,7 +116,7 @@ extension RedisChangeLog {
                     guard case .run(let size, _, let first) = pending[index].span else { return [] }
                     return (first..<(first + size)).map { piece(.single($0)) }
                 }
-                let fetched = try await redis.mget(singles.flatMap { $0 }.map(pieceKey))
+                let fetched = try await fetchValues(singles.flatMap { $0 }.map(pieceKey))
                 var offset = fetched.startIndex
                 var expanded: [Piece] = [], expandedValues: [ByteBuffer?] = []
                 var next = 0
@@ -146,7 +157,7 @@ extension RedisChangeLog {
                     } else {
                         // Ending the page inside (or gone since): one by one, the pager decides where.
                         var singles = (first..<(first + size)).map { piece(.single($0)) }
-                        var fetched = try await redis.mget(singles.map(pieceKey))
+                        var fetched = try await fetchValues(singles.map(pieceKey))
                         try await sendAloneWhereMissing(&singles, &fetched, key: key)
                         pending.replaceSubrange(index..<index, with: singles)
                         values.replaceSubrange(index..<index, with: fetched)
@@ -174,8 +185,27 @@ extension RedisChangeLog {
             }
             guard position < through else { return try await stop(nil) }
             pending = pieces(position + 1, min(through, plus(position, chunk)))
-            values = try await redis.mget(pending.map(pieceKey))
+            values = try await fetchValues(pending.map(pieceKey))
         }
+    }
+
+    /// The state a read may take instead of the cached head and horizon, when its pieces are
+    /// all in `recentValues`: for a writing request (`floor`, its own commits), this
+    /// instance's latest, which its own batch's cache write has just refreshed (revisions
+    /// after its own that another instance committed meanwhile come with its next request,
+    /// as if this one had been a moment earlier); for any other read, only a state read
+    /// within `stateFreshFor`, the same a device at the head is answered from.
+    private func stateForMemoryRead(floor: Int64?) -> LogState? {
+        floor != nil ? knownState : freshState
+    }
+
+    /// `MGET`, or the values this instance holds (`recentValues`) when it holds every one.
+    func fetchValues(_ keys: [String]) async throws -> [ByteBuffer?] {
+        if let held = recentValues.values(keys) {
+            metrics.recordCache("memory_reads")
+            return held
+        }
+        return try await redis.mget(keys)
     }
 
     /// A chained change set that is missing (made only where the one before was at hand) goes
@@ -186,7 +216,7 @@ extension RedisChangeLog {
             return values[index].flatMap(CachedEntry.decodeChained) == nil
         }
         guard !missing.isEmpty else { return }
-        let fetched = try await redis.mget(missing.map { key(pieces[$0].first) })
+        let fetched = try await fetchValues(missing.map { key(pieces[$0].first) })
         for (index, value) in zip(missing, fetched) {
             pieces[index] = Piece(span: pieces[index].span, chained: false)
             values[index] = value
@@ -214,7 +244,7 @@ extension RedisChangeLog {
             return tail != read.dictionaries[index]
         }
         if !broken.isEmpty {
-            let fetched = try await redis.mget(broken.map { index in
+            let fetched = try await fetchValues(broken.map { index in
                 if case .run(let size, let run, _) = read.spans[index] { keys.run(size, run) } else { keys.deflated(entries[index].revision) }
             })
             for (index, value) in zip(broken, fetched) {
@@ -235,7 +265,7 @@ extension RedisChangeLog {
         }
         let mine = zip(entries, read.owners).filter { $0.1 == device.id && !own.contains($0.0.revision) }.map(\.0.revision)
         guard !mine.isEmpty else { return CacheRead(state: state, entries: entries, more: more, hole: hole) }
-        let authored = try await redis.mget(mine.map { form == .plain ? keys.author($0) : keys.authorDeflated($0) })
+        let authored = try await fetchValues(mine.map { form == .plain ? keys.author($0) : keys.authorDeflated($0) })
         var bodies: [Int64: LogEntry.Body] = [:]
         for (number, value) in zip(mine, authored) {
             if let value, let decoded = CachedEntry.decode(value, form: form) { bodies[number] = decoded.body }

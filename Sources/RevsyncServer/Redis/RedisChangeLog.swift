@@ -22,6 +22,8 @@ public final class RedisChangeLog: ChangeLog {
     let logger: Logger
     let health: CacheHealth
     let backfills = BackfillCoordinator()
+    /// This instance's latest commits' values, so that a catch-up inside them skips Redis.
+    let recentValues: RecentValues
     /// Set once the database's instance id is known (after migrations).
     let keys = Mutex<CacheKeys?>(nil)
     /// A running average of entry sizes (all five values), to fit the window into `cacheMaxBytes`.
@@ -40,6 +42,9 @@ public final class RedisChangeLog: ChangeLog {
     static let stateFreshFor: Duration = .milliseconds(2)
 
     var knownHead: Int64 { recentState.withLock { $0.state.head } }
+
+    /// The head and horizon as this instance last saw them, however long ago.
+    var knownState: LogState { recentState.withLock { $0.state } }
 
     /// The state read within `stateFreshFor`, if any.
     var freshState: LogState? {
@@ -83,6 +88,7 @@ public final class RedisChangeLog: ChangeLog {
         self.metrics = metrics
         self.logger = logger
         self.health = CacheHealth(logger: logger, metrics: metrics)
+        recentValues = RecentValues(capacity: settings.cacheMemoryRevisions)
     }
 
     /// The keys to use now, or nil to go straight to PostgreSQL.
@@ -163,6 +169,8 @@ public final class RedisChangeLog: ChangeLog {
     }
 
     private func dropAll(_ keys: CacheKeys) async throws {
+        // Kept values are the dropped cache's: they may no longer be the log's.
+        recentValues.removeAll()
         var cursor = "0"
         repeat {
             let reply = try await redis.command(["SCAN", cursor, "MATCH", keys.prefix + ":*", "COUNT", "10000"])
@@ -338,15 +346,25 @@ public final class RedisChangeLog: ChangeLog {
             commands.append([ByteBuffer(string: "DEL")] + victims.map { ByteBuffer(string: $0) })
         }
         commands += await runCommands(cached, previous: previous, keys: keys, readingEarlier: true)
+        recentValues.store(commands, newest: last.revision)
         // The entries first, then the head, in one round trip for the whole batch: a reader
         // that sees the new head finds the entries (or backfills them).
         commands.append(["EVAL", Self.raiseScript, "1", keys.head, String(last.revision)].map { ByteBuffer(string: $0) })
+        // The raised head and the horizon, as a state read would have them: the batch's own
+        // requests, answered from `recentValues`, and the writes that follow within
+        // `stateFreshFor` need no read of their own.
+        commands.append(["GET", keys.horizon].map { ByteBuffer(string: $0) })
         // Then the other instances' waiters are woken (`CommitFeed`): they read the entries just written.
         commands.append(["PUBLISH", keys.commits, String(last.revision)].map { ByteBuffer(string: $0) })
         do {
-            _ = try await redis.pipeline(commands)
+            let replies = try await redis.pipeline(commands)
             metrics.recordCache("writes", count: entries.count)
             health.succeeded()
+            if replies.count >= 3, case .integer(let head) = replies[replies.count - 3],
+                let horizon = replies[replies.count - 2].stringValue.flatMap({ Int64($0) })
+            {
+                remember(LogState(head: head, horizon: horizon))
+            }
         } catch {
             health.failed(error)
         }
@@ -395,7 +413,7 @@ public final class RedisChangeLog: ChangeLog {
         let dictionaries = Set(ends.map { $0.first - 1 }).subtracting(previous == nil ? [] : [first - 1])
         let wanted = memberRevisions.union(dictionaries).subtracting(bodies.keys).filter { $0 > 0 }.sorted()
         if readingEarlier && !wanted.isEmpty {
-            guard let values = try? await redis.mget(wanted.map(keys.entry)) else { return [] }
+            guard let values = try? await fetchValues(wanted.map(keys.entry)) else { return [] }
             for (number, value) in zip(wanted, values) {
                 if let value, let decoded = CachedEntry.decodePublic(value) { bodies[number] = decoded }
             }

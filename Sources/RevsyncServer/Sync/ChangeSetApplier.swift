@@ -205,7 +205,8 @@ struct ChangeSetApplier: Sendable {
             results.append(result)
         }
 
-        // The winners' records: together, or each at its own savepoint once PostgreSQL refused them together.
+        // The winners' records: each at its own savepoint once PostgreSQL refused them together;
+        // otherwise together, with the stamp below.
         if isolated {
             var kept: [(index: Int, write: PlannedWrite)] = []
             for winner in winners {
@@ -224,9 +225,6 @@ struct ChangeSetApplier: Sendable {
                 }
             }
             winners = kept
-        } else if !winners.isEmpty {
-            // A refusal here, or at COMMIT, escapes as `ConflictReason` and the batch runs again isolated.
-            try await transaction.writeRecords(winners.map(\.write))
         }
 
         // Each device's last seq moves to the highest it had handled here.
@@ -234,8 +232,12 @@ struct ChangeSetApplier: Sendable {
         let seqs = winners.compactMap { winner in winner.write.plan.seq.map { (winner.write.device.id, $0) } }
             + rejections.map { ($0.rejection.device.id, $0.rejection.seq) }
         for (device, seq) in seqs { handled[device] = max(handled[device] ?? 0, seq) }
-        let entries = try await transaction.stamp(
-            winners.map(\.write), rejections: rejections.sorted { $0.index < $1.index }.map(\.rejection), lastSeqs: handled)
+        let stamping = (writes: winners.map(\.write), rejections: rejections.sorted { $0.index < $1.index }.map(\.rejection))
+        // Together, the winners' records are written with the stamp: a refusal there, or at
+        // COMMIT, escapes as `ConflictReason` and the batch runs again isolated.
+        let entries = isolated
+            ? try await transaction.stamp(stamping.writes, rejections: stamping.rejections, lastSeqs: handled)
+            : try await transaction.writeAndStamp(stamping.writes, rejections: stamping.rejections, lastSeqs: handled)
         for (winner, entry) in zip(winners, entries) {
             results[winner.index] = .done(.applied(revision: entry.revision, seq: items[winner.index].changeSet.seq, entry: entry))
         }
