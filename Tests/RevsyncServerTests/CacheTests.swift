@@ -38,7 +38,9 @@ import Testing
     }
 
     static func redis(_ url: String?) throws -> RedisClient {
-        try RedisClient(configuration: try RedisConfiguration(url: url ?? "redis://127.0.0.1:63799"), logger: quiet)
+        var configuration = try RedisConfiguration(url: url ?? "redis://127.0.0.1:63799")
+        configuration.connectTimeout = RedisConfiguration.testConnectTimeout
+        return try RedisClient(configuration: configuration, logger: quiet)
     }
 
     /// The raw answer to a catch-up request.

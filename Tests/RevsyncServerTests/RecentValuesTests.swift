@@ -10,15 +10,15 @@ import Testing
 
 /// This instance's own copy of its latest commits' cache values (`RecentValues`).
 @Suite struct RecentValuesTests {
-    static func set(_ key: String, _ value: String) -> [ByteBuffer] {
-        [ByteBuffer(string: "SET"), ByteBuffer(string: key), ByteBuffer(string: value)]
+    static func set(_ key: String, _ value: String) -> CacheValue {
+        CacheValue(key: key, value: ByteBuffer(string: value))
     }
 
     @Test func holdsTheSetValuesOfABatchAndAnswersOnlyWhole() {
         let recent = RecentValues(capacity: 10)
-        recent.store([Self.set("a", "1"), Self.set("b", "2"), [ByteBuffer(string: "DEL"), ByteBuffer(string: "c")]], newest: 1)
+        recent.store([Self.set("a", "1"), Self.set("b", "2")], newest: 1)
         #expect(recent.values(["b", "a"])?.map { $0.map { String(buffer: $0) } } == ["2", "1"])
-        // One key it does not hold (here the DEL's): the read goes to Redis for all of them.
+        // One key it does not hold: the read goes to Redis for all of them.
         #expect(recent.values(["a", "c"]) == nil)
         #expect(recent.values([]) == nil)
         #expect(recent.count == 2)

@@ -76,12 +76,13 @@ extension RedisChangeLog {
         var pending = revision < guess ? pieces(revision + 1, guess) : []
         let head: Int64, horizon: Int64
         var values: [ByteBuffer?]
-        if let known = stateForMemoryRead(floor: floor), let held = recentValues.values(pending.map(pieceKey)) {
+        let pendingKeys = pending.map(pieceKey)
+        if let known = stateForMemoryRead(floor: floor), let held = recentValues.values(pendingKeys) {
             // Every piece is one this instance committed a moment ago: no round trip at all.
             (head, horizon, values) = (known.head, known.horizon, held)
             metrics.recordCache("memory_reads")
         } else {
-            values = try await redis.mget([keys.head, keys.horizon] + pending.map(pieceKey))
+            values = try await redis.mget([keys.head, keys.horizon] + pendingKeys)
             guard let cachedHead = values[0].flatMap({ Int64(String(buffer: $0)) }),
                 let cachedHorizon = values[1].flatMap({ Int64(String(buffer: $0)) })
             else {

@@ -45,16 +45,19 @@ struct CachedEntry: Sendable {
         }
     }
 
-    /// The SET commands that cache this entry.
-    func setCommands(keys: CacheKeys) -> [[ByteBuffer]] {
+    /// The keys and values that cache this entry.
+    func values(keys: CacheKeys) -> [CacheValue] {
         let revision = entry.revision
         return [
-            [ByteBuffer(string: "SET"), ByteBuffer(string: keys.entry(revision)), Self.plainValue(entry.deviceId, entry.body)],
-            [ByteBuffer(string: "SET"), ByteBuffer(string: keys.author(revision)), Self.plainValue(entry.deviceId, entry.authorBody)],
-            [ByteBuffer(string: "SET"), ByteBuffer(string: keys.deflated(revision)), Self.deflatedValue(entry.deviceId, fragment)],
-            [ByteBuffer(string: "SET"), ByteBuffer(string: keys.authorDeflated(revision)), Self.deflatedValue(entry.deviceId, authorFragment)],
-        ] + (chained.map { [[ByteBuffer(string: "SET"), ByteBuffer(string: keys.chained(revision)), $0.value(prefix: Self.devicePrefix(entry.deviceId))]] } ?? [])
+            CacheValue(key: keys.entry(revision), value: Self.plainValue(entry.deviceId, entry.body)),
+            CacheValue(key: keys.author(revision), value: Self.plainValue(entry.deviceId, entry.authorBody)),
+            CacheValue(key: keys.deflated(revision), value: Self.deflatedValue(entry.deviceId, fragment)),
+            CacheValue(key: keys.authorDeflated(revision), value: Self.deflatedValue(entry.deviceId, authorFragment)),
+        ] + (chained.map { [CacheValue(key: keys.chained(revision), value: $0.value(prefix: Self.devicePrefix(entry.deviceId)))] } ?? [])
     }
+
+    /// The SET commands that cache this entry.
+    func setCommands(keys: CacheKeys) -> [[ByteBuffer]] { values(keys: keys).map(\.setCommand) }
 
     /// The bytes the five values take in Redis (for the window's byte budget).
     var cachedBytes: Int {
@@ -139,4 +142,13 @@ package struct CacheKeys: Sendable {
     package func chainedRun(_ size: Int64, _ index: Int64) -> String { prefix + ":rcb" + String(size) + ":" + String(index) }
     /// Every key of one revision.
     func all(_ revision: Int64) -> [String] { [entry(revision), author(revision), deflated(revision), authorDeflated(revision), chained(revision)] }
+}
+
+/// One value the cache sets, and its key.
+struct CacheValue: Sendable {
+    let key: String
+    let value: ByteBuffer
+
+    /// The Redis command that sets it.
+    var setCommand: [ByteBuffer] { [ByteBuffer(string: "SET"), ByteBuffer(string: key), value] }
 }

@@ -33,20 +33,13 @@ final class RecentValues: Sendable {
 
     init(capacity: Int64) { self.capacity = max(0, capacity) }
 
-    /// Keeps the values of the `SET` commands among `commands`, one commit batch whose newest
-    /// revision is `newest`; forgets the batches that fell out of the window.
-    func store(_ commands: [[ByteBuffer]], newest: Int64) {
+    /// Keeps `values`, one commit batch whose newest revision is `newest`; forgets the
+    /// batches that fell out of the window.
+    func store(_ values: [CacheValue], newest: Int64) {
         guard capacity > 0 else { return }
-        var keys: [String] = []
-        var values: [(String, ByteBuffer)] = []
-        for command in commands where command.count == 3 && command[0].readableBytesView.elementsEqual("SET".utf8) {
-            let key = String(buffer: command[1])
-            keys.append(key)
-            values.append((key, command[2]))
-        }
         state.withLock { state in
-            for (key, value) in values { state.values[key] = value }
-            state.batches.append(Batch(newest: newest, keys: keys))
+            for value in values { state.values[value.key] = value.value }
+            state.batches.append(Batch(newest: newest, keys: values.map(\.key)))
             while state.oldest < state.batches.count, state.batches[state.oldest].newest <= newest - capacity {
                 for key in state.batches[state.oldest].keys { state.values[key] = nil }
                 state.oldest += 1
@@ -77,6 +70,6 @@ final class RecentValues: Sendable {
         state.withLock { $0 = State() }
     }
 
-    /// Keys held now (for tests and metrics).
+    /// Keys held now (for tests).
     var count: Int { state.withLock { $0.values.count } }
 }

@@ -305,9 +305,9 @@ public final class RedisChangeLog: ChangeLog {
         }
         let oldest = head - window
         let kept = entries.filter { $0.entry.revision > oldest }
-        var commands = kept.flatMap { $0.setCommands(keys: keys) }
-        // The runs the filled range holds whole, so that later gzip answers take them.
-        commands += await runCommands(kept, previous: nil, keys: keys, readingEarlier: false)
+        // With the runs the filled range holds whole, so that later gzip answers take them.
+        let values = kept.flatMap { $0.values(keys: keys) } + (await runValues(kept, previous: nil, keys: keys, readingEarlier: false))
+        let commands = values.map(\.setCommand)
         guard !commands.isEmpty else { return entries }
         do {
             _ = try await redis.pipeline(commands)
@@ -335,8 +335,11 @@ public final class RedisChangeLog: ChangeLog {
             averageEntryBytes.withLock { $0 = $0 * 0.99 + Double(entry.cachedBytes) * 0.01 }
         }
         var commands: [[ByteBuffer]] = []
+        var held: [CacheValue] = []
         for entry in cached {
-            commands += entry.setCommands(keys: keys)
+            let values = entry.values(keys: keys)
+            held += values
+            commands += values.map(\.setCommand)
             let evicted = entry.entry.revision - window
             guard evicted > 0 else { continue }
             var victims = keys.all(evicted)
@@ -345,8 +348,9 @@ public final class RedisChangeLog: ChangeLog {
             }
             commands.append([ByteBuffer(string: "DEL")] + victims.map { ByteBuffer(string: $0) })
         }
-        commands += await runCommands(cached, previous: previous, keys: keys, readingEarlier: true)
-        recentValues.store(commands, newest: last.revision)
+        let runs = await runValues(cached, previous: previous, keys: keys, readingEarlier: true)
+        commands += runs.map(\.setCommand)
+        recentValues.store(held + runs, newest: last.revision)
         // The entries first, then the head, in one round trip for the whole batch: a reader
         // that sees the new head finds the entries (or backfills them).
         commands.append(["EVAL", Self.raiseScript, "1", keys.head, String(last.revision)].map { ByteBuffer(string: $0) })
@@ -397,7 +401,7 @@ public final class RedisChangeLog: ChangeLog {
     /// whole are made. `previous` is the public JSON of the revision before the batch, if known.
     /// A run that cannot be made (an entry missing, Redis failing) is left out; its change sets
     /// then go one by one.
-    private func runCommands(_ batch: [CachedEntry], previous: ByteBuffer?, keys: CacheKeys, readingEarlier: Bool) async -> [[ByteBuffer]] {
+    private func runValues(_ batch: [CachedEntry], previous: ByteBuffer?, keys: CacheKeys, readingEarlier: Bool) async -> [CacheValue] {
         var ends: [(size: Int64, run: Int64, first: Int64, last: Int64)] = []
         for entry in batch {
             let last = entry.entry.revision
@@ -418,17 +422,17 @@ public final class RedisChangeLog: ChangeLog {
                 if let value, let decoded = CachedEntry.decodePublic(value) { bodies[number] = decoded }
             }
         }
-        var commands: [[ByteBuffer]] = []
+        var values: [CacheValue] = []
         let deflater = Deflater(level: CachedRun.level)
         for end in ends {
             let members = (end.first...end.last).compactMap { bodies[$0] }
             guard members.count == Int(end.size) else { continue }
-            commands.append([ByteBuffer(string: "SET"), ByteBuffer(string: keys.run(end.size, end.run)), CachedRun(bodies: members, with: deflater).value])
+            values.append(CacheValue(key: keys.run(end.size, end.run), value: CachedRun(bodies: members, with: deflater).value))
             if let before = bodies[end.first - 1]?.body ?? (end.first == first ? previous : nil) {
                 let chained = CachedRun(bodies: members, after: before, with: deflater)
-                commands.append([ByteBuffer(string: "SET"), ByteBuffer(string: keys.chainedRun(end.size, end.run)), chained.value])
+                values.append(CacheValue(key: keys.chainedRun(end.size, end.run), value: chained.value))
             }
         }
-        return commands
+        return values
     }
 }
