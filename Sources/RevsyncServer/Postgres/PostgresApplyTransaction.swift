@@ -43,6 +43,56 @@ struct PostgresApplyTransaction: ApplyTransaction {
         return locks
     }
 
+    /// The locks and the mappings in one statement. Its snapshot is taken before it waits for
+    /// a device's row, so the mappings of a batch that committed meanwhile are not in it; but
+    /// such a batch changed the row (its last seq, or the row alone for ids created without
+    /// seq: `ledger`), and the row locked is then a newer version than the snapshot's. Those
+    /// devices' mappings are read again, now that their rows are held.
+    func lockDevices(_ ids: [Int64], mappings wanted: [Int64: Set<Int64>], allocating counts: [String: Int]) async throws -> LockedDevices {
+        let rows = try await fetch(Self.lockAndMappingsQuery(ids, wanted: wanted, allocating: counts))
+        var locked = LockedDevices(locks: [:], known: [:], ids: [:])
+        var changed: Set<Int64> = []
+        for row in rows {
+            let (kind, device, number, entity, value) = try row.decode((Int16, Int64, Int64, String, Int64).self)
+            switch kind {
+            case 0:
+                locked.locks[device] = DeviceLock(lastSeq: number, revoked: value & 1 != 0)
+                if value & 2 != 0 { changed.insert(device) }
+            case 1:
+                locked.known[device, default: [:]][number] = TemporaryIdMapping(entity: entity, id: value)
+            default:
+                locked.ids[entity, default: []].append(value)
+            }
+        }
+        locked.ids = locked.ids.mapValues { $0.sorted() }
+        let again = wanted.filter { changed.contains($0.key) && !$0.value.isEmpty }
+        if !again.isEmpty {
+            let fresh = try await mappings(again, allocating: [:]).known
+            for device in again.keys { locked.known[device] = fresh[device] }
+        }
+        return locked
+    }
+
+    /// Rows of kind 0 are the locked devices (last seq; bit 1 revoked, bit 2 changed since the
+    /// snapshot), 1 the mappings, 2 the new ids. The device rows are locked in id order first
+    /// (the CTE is materialized, and UNION ALL runs its parts in order).
+    static func lockAndMappingsQuery(_ ids: [Int64], wanted: [Int64: Set<Int64>], allocating counts: [String: Int]) -> PostgresQuery {
+        let (devices, temporary, entities, numbers) = arrays(wanted, allocating: counts)
+        return """
+            WITH locked AS MATERIALIZED (
+                SELECT id, last_seq, revoked_at IS NOT NULL AS revoked, xmin AS version FROM revsync_devices
+                WHERE id = ANY(\(ids)::bigint[]) ORDER BY id FOR NO KEY UPDATE)
+            SELECT 0::int2, l.id, l.last_seq, '', CASE WHEN l.revoked THEN 1 ELSE 0 END + CASE WHEN l.version = s.xmin THEN 0 ELSE 2 END
+            FROM locked AS l JOIN revsync_devices AS s ON s.id = l.id
+            UNION ALL
+            SELECT 1::int2, t.device_id, t.temp_id, t.entity, t.id FROM unnest(\(devices)::bigint[], \(temporary)::bigint[]) AS u(device_id, temp_id)
+            JOIN revsync_temp_ids AS t USING (device_id, temp_id)
+            UNION ALL
+            SELECT 2::int2, 0, 0, u.entity, nextval(pg_get_serial_sequence(quote_ident(u.entity), 'id'))
+            FROM unnest(\(entities)::text[], \(numbers)::bigint[]) AS u(entity, n), generate_series(1, u.n)
+            """
+    }
+
     func mappings(_ wanted: [Int64: Set<Int64>], allocating counts: [String: Int]) async throws -> (known: [Int64: [Int64: TemporaryIdMapping]], ids: [String: [Int64]]) {
         guard let query = Self.mappingsQuery(wanted, allocating: counts) else { return ([:], [:]) }
         return try Self.mappings(from: try await fetch(query))
@@ -52,6 +102,22 @@ struct PostgresApplyTransaction: ApplyTransaction {
     /// per entity; nil when nothing is asked. Mappings carry their device (ids from 1); new
     /// ids come as device 0.
     static func mappingsQuery(_ wanted: [Int64: Set<Int64>], allocating counts: [String: Int]) -> PostgresQuery? {
+        let (devices, temporary, entities, numbers) = arrays(wanted, allocating: counts)
+        guard !devices.isEmpty || !entities.isEmpty else { return nil }
+        return """
+            SELECT t.device_id, t.temp_id, t.entity, t.id FROM unnest(\(devices)::bigint[], \(temporary)::bigint[]) AS u(device_id, temp_id)
+            JOIN revsync_temp_ids AS t USING (device_id, temp_id)
+            UNION ALL
+            SELECT 0, 0, u.entity, nextval(pg_get_serial_sequence(quote_ident(u.entity), 'id'))
+            FROM unnest(\(entities)::text[], \(numbers)::bigint[]) AS u(entity, n), generate_series(1, u.n)
+            """
+    }
+
+    /// The parameters of a mappings lookup: device and temporary id pairs, then the entities
+    /// that need new ids and how many each.
+    private static func arrays(_ wanted: [Int64: Set<Int64>], allocating counts: [String: Int])
+        -> (devices: [Int64], temporary: [Int64], entities: [String], numbers: [Int64])
+    {
         var devices: [Int64] = [], temporary: [Int64] = []
         for (device, ids) in wanted {
             for id in ids {
@@ -60,15 +126,7 @@ struct PostgresApplyTransaction: ApplyTransaction {
             }
         }
         let allocating = counts.filter { $0.value > 0 }.sorted { $0.key < $1.key }
-        guard !devices.isEmpty || !allocating.isEmpty else { return nil }
-        let entities = allocating.map(\.key), numbers = allocating.map { Int64($0.value) }
-        return """
-            SELECT t.device_id, t.temp_id, t.entity, t.id FROM unnest(\(devices)::bigint[], \(temporary)::bigint[]) AS u(device_id, temp_id)
-            JOIN revsync_temp_ids AS t USING (device_id, temp_id)
-            UNION ALL
-            SELECT 0, 0, u.entity, nextval(pg_get_serial_sequence(quote_ident(u.entity), 'id'))
-            FROM unnest(\(entities)::text[], \(numbers)::bigint[]) AS u(entity, n), generate_series(1, u.n)
-            """
+        return (devices, temporary, allocating.map(\.key), allocating.map { Int64($0.value) })
     }
 
     static func mappings(from rows: [PostgresRow]) throws -> (known: [Int64: [Int64: TemporaryIdMapping]], ids: [String: [Int64]]) {
@@ -244,7 +302,7 @@ struct PostgresApplyTransaction: ApplyTransaction {
     /// The rejections' outcomes, and each device's last seq. The change set itself is not kept:
     /// a retry must carry the same content (its digest), so the retry's own copy serves for the
     /// fresh corrective set. head_at lets the pruner drop it with the log.
-    private func ledger(rejections: [PlannedRejection], lastSeqs: [Int64: Int64], in statement: inout BatchStatement) throws {
+    private func ledger(rejections: [PlannedRejection], lastSeqs: [Int64: Int64], mapping writes: [PlannedWrite], in statement: inout BatchStatement) throws {
         if !rejections.isEmpty {
             let encoder = JSONEncoder()
             let reasons = try rejections.map { String(decoding: try encoder.encode($0.reason), as: UTF8.self) }
@@ -255,11 +313,16 @@ struct PostgresApplyTransaction: ApplyTransaction {
                     \(statement.bind(reasons))::text[], \(statement.bind(rejections.map { Self.hex($0.digest) }))::text[]) AS u(device_id, seq, reason, digest)
                 """)
         }
-        guard !lastSeqs.isEmpty else { return }
-        let devices = lastSeqs.keys.sorted()
+        // A device whose ids this batch maps gets a new row version even when its last seq
+        // stays (-1: unchanged), so that a batch which waited for its row sees that it must read
+        // the mappings again (`lockDevices(_:mappings:allocating:)`).
+        var seqs = lastSeqs
+        for write in writes where !write.plan.createdIds.isEmpty && seqs[write.device.id] == nil { seqs[write.device.id] = -1 }
+        guard !seqs.isEmpty else { return }
+        let devices = seqs.keys.sorted()
         statement.add("""
-            UPDATE revsync_devices AS d SET last_seq = u.seq
-            FROM unnest(\(statement.bind(devices))::bigint[], \(statement.bind(devices.map { lastSeqs[$0] ?? 0 }))::bigint[]) AS u(id, seq)
+            UPDATE revsync_devices AS d SET last_seq = CASE WHEN u.seq < 0 THEN d.last_seq ELSE u.seq END
+            FROM unnest(\(statement.bind(devices))::bigint[], \(statement.bind(devices.map { seqs[$0] ?? 0 }))::bigint[]) AS u(id, seq)
             WHERE d.id = u.id
             """)
     }
@@ -281,7 +344,7 @@ struct PostgresApplyTransaction: ApplyTransaction {
 
     private func stamp(_ writes: [PlannedWrite], rejections: [PlannedRejection], lastSeqs: [Int64: Int64], writingRecords: Bool) async throws -> [CommittedEntry] {
         var statement = BatchStatement()
-        try ledger(rejections: rejections, lastSeqs: lastSeqs, in: &statement)
+        try ledger(rejections: rejections, lastSeqs: lastSeqs, mapping: writes, in: &statement)
         guard !writes.isEmpty else {
             if !statement.isEmpty { try await execute(statement.query()) }
             try await transaction.commit()

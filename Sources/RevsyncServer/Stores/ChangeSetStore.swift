@@ -20,6 +20,20 @@ package struct DeviceLock: Sendable {
     }
 }
 
+/// A batch's devices, locked, with the temporary ids it asked about and the new ids it needs.
+package struct LockedDevices: Sendable {
+    /// Gone devices are absent.
+    package var locks: [Int64: DeviceLock]
+    package var known: [Int64: [Int64: TemporaryIdMapping]]
+    package var ids: [String: [Int64]]
+
+    package init(locks: [Int64: DeviceLock], known: [Int64: [Int64: TemporaryIdMapping]], ids: [String: [Int64]]) {
+        self.locks = locks
+        self.known = known
+        self.ids = ids
+    }
+}
+
 /// What a seq handled before came to.
 package struct StoredOutcome: Sendable {
     /// The revision it committed as, or nil when it was rejected.
@@ -75,6 +89,11 @@ package protocol ApplyTransaction: LedgerReading {
     /// Every device's temporary ids among those asked, with what they became; and new
     /// permanent ids, ascending, as many per entity as asked (one round trip for both).
     func mappings(_ wanted: [Int64: Set<Int64>], allocating counts: [String: Int]) async throws -> (known: [Int64: [Int64: TemporaryIdMapping]], ids: [String: [Int64]])
+    /// `lockDevices` then `mappings`, as one step where storage can make it one (PostgreSQL:
+    /// one statement, one round trip fewer a batch). The mappings are those after the locks:
+    /// ids that another transaction mapped for a device while this one waited for its row
+    /// are among them.
+    func lockDevices(_ ids: [Int64], mappings wanted: [Int64: Set<Int64>], allocating counts: [String: Int]) async throws -> LockedDevices
     func storedOutcome(seq: Int64, device: Device) async throws -> StoredOutcome?
     /// Locks the records against other writers and returns their versions; missing ones are absent.
     func lockVersions(_ keys: [RecordKey]) async throws -> [RecordKey: RecordVersion]
@@ -112,6 +131,12 @@ package protocol ChangeSetStore: Sendable {
 }
 
 extension ApplyTransaction {
+    package func lockDevices(_ ids: [Int64], mappings wanted: [Int64: Set<Int64>], allocating counts: [String: Int]) async throws -> LockedDevices {
+        let locks = try await lockDevices(ids)
+        let (known, new) = try await mappings(wanted, allocating: counts)
+        return LockedDevices(locks: locks, known: known, ids: new)
+    }
+
     package func writeAndStamp(_ writes: [PlannedWrite], rejections: [PlannedRejection], lastSeqs: [Int64: Int64]) async throws -> [CommittedEntry] {
         try await writeRecords(writes)
         return try await stamp(writes, rejections: rejections, lastSeqs: lastSeqs)

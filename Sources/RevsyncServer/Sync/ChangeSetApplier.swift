@@ -73,7 +73,6 @@ struct ChangeSetApplier: Sendable {
     }
 
     private func run(_ items: [BatchItem], isolated: Bool, in transaction: any ApplyTransaction) async throws -> [BatchResult] {
-        let locks = try await transaction.lockDevices(Set(items.map(\.device.id)).sorted())
         var wanted: [Int64: Set<Int64>] = [:], creates: [String: Int] = [:]
         for item in items {
             wanted[item.device.id, default: []].formUnion(item.temporaryIds)
@@ -82,7 +81,9 @@ struct ChangeSetApplier: Sendable {
                 for create in normalized.creates { creates[create.entity, default: 0] += 1 }
             }
         }
-        var (known, ids) = try await transaction.mappings(wanted, allocating: creates)
+        let locked = try await transaction.lockDevices(Set(items.map(\.device.id)).sorted(), mappings: wanted, allocating: creates)
+        let locks = locked.locks, known = locked.known
+        var ids = locked.ids
 
         // First pass, on the devices' rows and mappings: seqs, digests, temporary ids.
         var footprint = BatchFootprint()
