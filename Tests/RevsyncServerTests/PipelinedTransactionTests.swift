@@ -43,4 +43,22 @@ import Testing
             }
         }
     }
+
+    /// A write transaction's awaits resume on the event loop of its connection, which read
+    /// the answer, instead of waking a thread of the concurrency pool (`EventLoopTaskExecutor`).
+    @Test func aWriteTransactionRunsOnItsConnectionsEventLoop() async throws {
+        try await withTestServer { harness in
+            let store = PostgresChangeSetStore(database: harness.server.database, schema: harness.server.schema)
+            let onLoop = try await store.transaction { transaction in
+                let connection = try #require(transaction as? PostgresApplyTransaction).connection
+                var onLoop = [connection.eventLoop.inEventLoop]
+                _ = try await transaction.lockDevices([])
+                onLoop.append(connection.eventLoop.inEventLoop)
+                _ = try await transaction.lowestTemporaryId(Device(id: 1, publicId: "p", name: "n", user: "u", role: "member"))
+                onLoop.append(connection.eventLoop.inEventLoop)
+                return onLoop
+            }
+            #expect(onLoop == [true, true, true])
+        }
+    }
 }

@@ -22,16 +22,20 @@ struct PostgresChangeSetStore: ChangeSetStore {
             attempt += 1
             do {
                 return try await database.withConnection { connection in
-                    let transaction = PipelinedTransaction(on: connection, isolation: "READ COMMITTED", logger: logger)
-                    do {
-                        // The stamp commits the batch; a body that never reaches it commits here.
-                        let result = try await body(PostgresApplyTransaction(transaction: transaction, schema: schema, delay: delay))
-                        try await transaction.commitIfOpen()
-                        return result
-                    } catch {
-                        // After a COMMIT that rolled back, PostgreSQL only warns of no transaction.
-                        try? await connection.run("ROLLBACK", logger)
-                        throw error
+                    // The transaction's statements answer on the connection's event loop, and the
+                    // batch goes on there (docs/architecture.md): no pool thread woken per statement.
+                    try await withTaskExecutorPreference(EventLoopTaskExecutor(connection.eventLoop)) {
+                        let transaction = PipelinedTransaction(on: connection, isolation: "READ COMMITTED", logger: logger)
+                        do {
+                            // The stamp commits the batch; a body that never reaches it commits here.
+                            let result = try await body(PostgresApplyTransaction(transaction: transaction, schema: schema, delay: delay))
+                            try await transaction.commitIfOpen()
+                            return result
+                        } catch {
+                            // After a COMMIT that rolled back, PostgreSQL only warns of no transaction.
+                            try? await connection.run("ROLLBACK", logger)
+                            throw error
+                        }
                     }
                 }
             } catch let error where attempt < 5 && error.sqlState.map(Self.retryableStates.contains) == true {
