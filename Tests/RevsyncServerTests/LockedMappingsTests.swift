@@ -1,3 +1,4 @@
+import PostgresNIO
 import RevsyncWire
 import Synchronization
 import Testing
@@ -23,10 +24,12 @@ import Testing
                 await gate.reached()
                 async let edited = second.sync(device, from: 0, [edit])
                 // Release the first only once the second waits for the device's row.
+                let waiting: PostgresQuery = """
+                    SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
+                    AND query LIKE '%FROM revsync_devices%FOR NO KEY UPDATE%'
+                    """
                 let deadline = ContinuousClock.now + .seconds(20)
-                while try await first.rows("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")
-                    .first?.decode(Int64.self) == 0
-                {
+                while try await first.rows(waiting).first?.decode(Int64.self) == 0 {
                     try #require(ContinuousClock.now < deadline, "the second instance's batch never waited for the device's row")
                     try await Task.sleep(for: .milliseconds(10))
                 }
