@@ -180,6 +180,7 @@ let package = Package(
                 "RevsyncDevice",
                 "RevsyncLink",
                 "RevsyncRedis",
+                "RevsyncGzip",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
@@ -202,7 +203,10 @@ let package = Package(
         ),
         .testTarget(
             name: "RevsyncSimTests",
-            dependencies: ["RevsyncSim", "RevsyncHarness", "RevsyncTestSupport"],
+            dependencies: [
+                "RevsyncSim", "RevsyncHarness", "RevsyncTestSupport", "RevsyncLink", "RevsyncGzip",
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
             path: "Simulator/Tests/RevsyncSimTests",
             swiftSettings: swiftSettings
         ),

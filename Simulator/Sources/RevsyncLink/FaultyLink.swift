@@ -29,10 +29,14 @@ public final class FaultyLink: Sendable {
     ///   - seed: Seeds the per-request draws and the offline schedule.
     ///   - targetHost: Where the server listens.
     ///   - targetPort: The server's port.
+    ///   - splitTargetPort: Another instance of the server, where a ``RequestFate/split``
+    ///     request goes too; without it such a request passes.
     ///   - group: Event loops for both sides of every proxied connection.
     ///   - logger: Routine events go out at debug.
     ///   - onFate: Called with every request's fate as it is decided (for
     ///     logs and replay checks); it runs on an event loop, so keep it short.
+    ///   - onSplit: Called with every split request and both its answers, once the second
+    ///     has come; it runs on an event loop, so keep it short.
     ///   - onOfflineChange: Called with `true` when the link goes offline and `false`
     ///     when it comes back (a scheduled window, `setOffline`, `heal`), as it
     ///     happens; it may run on an event loop, so keep it short.
@@ -41,12 +45,15 @@ public final class FaultyLink: Sendable {
         seed: UInt64,
         targetHost: String = "127.0.0.1",
         targetPort: Int,
+        splitTargetPort: Int? = nil,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         logger: Logger = Logger(label: "revsync.link"),
         onFate: (@Sendable (RequestFate) -> Void)? = nil,
+        onSplit: (@Sendable (SplitExchange) -> Void)? = nil,
         onOfflineChange: (@Sendable (Bool) -> Void)? = nil
     ) async throws {
-        let state = LinkState(profile: profile, seed: seed, onFate: onFate)
+        let state = LinkState(profile: profile, seed: seed, canSplit: splitTargetPort != nil, onFate: onFate)
+        let targets = LinkTargets(host: targetHost, port: targetPort, splitPort: splitTargetPort, onSplit: onSplit)
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -54,7 +61,7 @@ public final class FaultyLink: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
                     try channel.pipeline.syncOperations.addHandler(
-                        LinkConnectionHandler(state: state, targetHost: targetHost, targetPort: targetPort, logger: logger)
+                        LinkConnectionHandler(state: state, targets: targets, logger: logger)
                     )
                 }
             }

@@ -36,23 +36,27 @@ final class LinkConnectionHandler: ChannelInboundHandler {
         var sent = 0
         /// The answer to the first copy of a duplicated request.
         var firstAnswer: UpstreamResponse?
+        /// A split request's answers so far, in the order they came.
+        var splitAnswers: [UpstreamResponse] = []
+        /// Whether a split request's copy (to the other instance) may still answer.
+        var copyPending = false
     }
 
     private let state: LinkState
-    private let targetHost: String
-    private let targetPort: Int
+    private let targets: LinkTargets
     private let logger: Logger
     private var context: ChannelHandlerContext?
     private var requestHead: HTTPRequestHead?
     private var requestBody = ByteBuffer()
     private var exchange: Exchange?
     private var upstream: (any Channel)?
+    /// A split request's connection to the other instance, one request long.
+    private var copy: (any Channel)?
     private var isClosed = false
 
-    init(state: LinkState, targetHost: String, targetPort: Int, logger: Logger) {
+    init(state: LinkState, targets: LinkTargets, logger: Logger) {
         self.state = state
-        self.targetHost = targetHost
-        self.targetPort = targetPort
+        self.targets = targets
         self.logger = logger
     }
 
@@ -80,6 +84,7 @@ final class LinkConnectionHandler: ChannelInboundHandler {
         self.exchange = nil
         self.upstream?.close(promise: nil)
         self.upstream = nil
+        self.closeCopy()
         context.fireChannelInactive()
     }
 
@@ -102,7 +107,8 @@ final class LinkConnectionHandler: ChannelInboundHandler {
     }
 
     private func begin(head: HTTPRequestHead, body: ByteBuffer, context: ChannelHandlerContext) {
-        guard let decision = self.state.decide() else {
+        // Only a POST is split: a download's ranges must all come from one instance's file.
+        guard let decision = self.state.decide(splittable: head.method == .POST) else {
             self.isClosed = true
             resetConnection(context.channel)
             return
@@ -152,7 +158,85 @@ final class LinkConnectionHandler: ChannelInboundHandler {
                 channel.write(HTTPClientRequestPart.body(.byteBuffer(exchange.body)), promise: nil)
             }
             channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
+            if exchange.decision.fate == .split && exchange.sent == 1 { self.sendCopy() }
         }
+    }
+
+    /// Sends a split request's copy to the other instance, on a connection of its own.
+    private func sendCopy() {
+        guard let port = self.targets.splitPort, let context = self.context, var exchange = self.exchange else { return }
+        exchange.copyPending = true
+        self.exchange = exchange
+        self.connect(port: port, isCopy: true, context: context)
+            .whenComplete { result in
+                guard case .success(let channel) = result, !self.isClosed, let exchange = self.exchange else {
+                    if case .success(let channel) = result { channel.close(promise: nil) }
+                    self.copyEnded()
+                    return
+                }
+                self.copy = channel
+                channel.write(HTTPClientRequestPart.head(exchange.head), promise: nil)
+                if exchange.body.readableBytes > 0 {
+                    channel.write(HTTPClientRequestPart.body(.byteBuffer(exchange.body)), promise: nil)
+                }
+                channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
+            }
+    }
+
+    /// The copy's connection ended, answered or not.
+    func copyClosed(_ channel: any Channel) {
+        guard let copy = self.copy, copy === channel else { return }
+        self.copy = nil
+        self.copyEnded()
+    }
+
+    /// A connection to a server on `port`, whose answers come back to this handler, on its loop.
+    private func connect(port: Int, isCopy: Bool, context: ChannelHandlerContext) -> EventLoopFuture<any Channel>.Isolated {
+        let loop = context.eventLoop
+        let bound = NIOLoopBound(self, eventLoop: loop)
+        return ClientBootstrap(group: loop)
+            .connectTimeout(.seconds(2))
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                    try channel.pipeline.syncOperations.addHandler(UpstreamHandler(owner: bound.value, isCopy: isCopy))
+                }
+            }
+            .connect(host: self.targets.host, port: port)
+            .hop(to: loop)
+            .assumeIsolated()
+    }
+
+    /// Closes the copy's connection as done with: forgotten first, since closing it calls `copyClosed` at once.
+    private func closeCopy() {
+        let copy = self.copy
+        self.copy = nil
+        copy?.close(promise: nil)
+    }
+
+    /// The copy will not answer (any more): a split request whose own answer came goes out with it.
+    private func copyEnded() {
+        guard var exchange = self.exchange, exchange.copyPending else { return }
+        exchange.copyPending = false
+        self.exchange = exchange
+        if let only = exchange.splitAnswers.last { self.deliver(only, exchange: exchange, cut: nil) }
+    }
+
+    /// A split request's answer from either server: the device gets the last of the two.
+    private func splitAnswered(_ response: UpstreamResponse, fromCopy: Bool, exchange: Exchange) {
+        var exchange = exchange
+        exchange.splitAnswers.append(response)
+        if fromCopy { exchange.copyPending = false }
+        self.exchange = exchange
+        if fromCopy { self.closeCopy() }
+        let primaryAnswered = exchange.splitAnswers.count == 2 || !fromCopy
+        guard primaryAnswered, !exchange.copyPending else { return }
+        if exchange.splitAnswers.count == 2 {
+            self.targets.onSplit?(SplitExchange(
+                requestHeaders: exchange.head.headers, requestBody: exchange.body,
+                answers: exchange.splitAnswers.map { .init(status: Int($0.head.status.code), headers: $0.head.headers, body: $0.body) }))
+        }
+        self.deliver(response, exchange: exchange, cut: nil)
     }
 
     /// Runs `body` with a live upstream connection, connecting first if needed;
@@ -163,19 +247,7 @@ final class LinkConnectionHandler: ChannelInboundHandler {
             return
         }
         guard let context = self.context else { return }
-        let loop = context.eventLoop
-        let bound = NIOLoopBound(self, eventLoop: loop)
-        ClientBootstrap(group: loop)
-            .connectTimeout(.seconds(2))
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                    try channel.pipeline.syncOperations.addHandler(UpstreamHandler(owner: bound.value))
-                }
-            }
-            .connect(host: self.targetHost, port: self.targetPort)
-            .hop(to: loop)
-            .assumeIsolated()
+        self.connect(port: self.targets.port, isCopy: false, context: context)
             .whenComplete { result in
                 switch result {
                 case .success(let channel):
@@ -199,9 +271,11 @@ final class LinkConnectionHandler: ChannelInboundHandler {
         if self.exchange != nil { self.closeDevice() }
     }
 
-    func upstreamAnswered(_ response: UpstreamResponse) {
+    func upstreamAnswered(_ response: UpstreamResponse, fromCopy: Bool = false) {
         guard var exchange = self.exchange, !self.isClosed else { return }
         switch exchange.decision.fate {
+        case .split:
+            self.splitAnswered(response, fromCopy: fromCopy, exchange: exchange)
         case .duplicate where exchange.sent == 1:
             // The copy goes over the same keep-alive connection; if the server
             // closed it after answering, the copy is lost with it and the
@@ -321,6 +395,7 @@ final class LinkConnectionHandler: ChannelInboundHandler {
     private func closeBothSides() {
         self.upstream?.close(promise: nil)
         self.upstream = nil
+        self.closeCopy()
         self.closeDevice()
     }
 }

@@ -26,8 +26,9 @@ extension LinkProfile {
 
     /// A train in a tunnel: 150 ms + up to 350 ms each way, 50 kB/s, and per
     /// request 5 % refused, 5 % reset mid-request, 5 % reset mid-response,
-    /// 3 % stalled (15 s), 5 % dropped after commit, 3 % duplicated; offline
-    /// windows of 5 s to 2 min after 20 s to 3 min online.
+    /// 3 % stalled (15 s), 5 % dropped after commit, 3 % duplicated, 2 % split
+    /// (with another server instance to go to); offline windows of 5 s to 2 min
+    /// after 20 s to 3 min online.
     public static let terrible = LinkProfile(
         upstreamLatency: .init(base: .milliseconds(150), jitter: .milliseconds(350)),
         downstreamLatency: .init(base: .milliseconds(150), jitter: .milliseconds(350)),
@@ -38,7 +39,8 @@ extension LinkProfile {
             resetMidResponse: 0.05,
             stall: 0.03,
             dropAfterCommit: 0.05,
-            duplicate: 0.03
+            duplicate: 0.03,
+            split: 0.02
         ),
         stallDuration: .seconds(15),
         offlineSchedule: .init(online: .seconds(20) ... .seconds(180), offline: .seconds(5) ... .seconds(120))

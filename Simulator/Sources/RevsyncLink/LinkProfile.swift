@@ -33,6 +33,8 @@ public struct LinkProfile: Sendable, Equatable {
         public var dropAfterCommit: Double
         /// See ``RequestFate/duplicate``.
         public var duplicate: Double
+        /// See ``RequestFate/split``.
+        public var split: Double
 
         /// Creates fault odds; every probability defaults to zero.
         public init(
@@ -41,7 +43,8 @@ public struct LinkProfile: Sendable, Equatable {
             resetMidResponse: Double = 0,
             stall: Double = 0,
             dropAfterCommit: Double = 0,
-            duplicate: Double = 0
+            duplicate: Double = 0,
+            split: Double = 0
         ) {
             self.refuse = refuse
             self.resetMidRequest = resetMidRequest
@@ -49,6 +52,7 @@ public struct LinkProfile: Sendable, Equatable {
             self.stall = stall
             self.dropAfterCommit = dropAfterCommit
             self.duplicate = duplicate
+            self.split = split
         }
 
         /// No faults at all.
@@ -64,6 +68,7 @@ public struct LinkProfile: Sendable, Equatable {
                 (.stall, self.stall),
                 (.dropAfterCommit, self.dropAfterCommit),
                 (.duplicate, self.duplicate),
+                (.split, self.split),
             ]
         }
 

@@ -19,9 +19,12 @@ final class LinkState: Sendable {
     private let healedProfile: LinkProfile
     private let inner: Mutex<Inner>
     private let onFate: (@Sendable (RequestFate) -> Void)?
+    /// Whether a ``RequestFate/split`` has another instance to go to; without one it passes.
+    private let canSplit: Bool
 
-    init(profile: LinkProfile, seed: UInt64, onFate: (@Sendable (RequestFate) -> Void)?) {
+    init(profile: LinkProfile, seed: UInt64, canSplit: Bool = false, onFate: (@Sendable (RequestFate) -> Void)?) {
         self.profile = profile
+        self.canSplit = canSplit
         var healedProfile = profile
         healedProfile.faults = .none
         healedProfile.offlineSchedule = nil
@@ -30,11 +33,13 @@ final class LinkState: Sendable {
         self.onFate = onFate
     }
 
-    /// Decides the next request's fate, or `nil` when the link is offline.
-    func decide() -> FateDecision? {
+    /// Decides the next request's fate, or `nil` when the link is offline. Only a
+    /// `splittable` request (a POST) is split, and only with another instance to go to.
+    func decide(splittable: Bool = false) -> FateDecision? {
         let decision: FateDecision? = self.inner.withLock { inner in
             if inner.offline { return nil }
-            let decision = FateDecision.draw(inner.healed ? self.healedProfile : self.profile, &inner.rng)
+            var decision = FateDecision.draw(inner.healed ? self.healedProfile : self.profile, &inner.rng)
+            if decision.fate == .split && !(self.canSplit && splittable) { decision.fate = .pass }
             inner.stats.fates[decision.fate, default: 0] += 1
             return decision
         }

@@ -14,4 +14,9 @@ public enum RequestFate: String, Sendable, Hashable, CaseIterable {
     case dropAfterCommit
     /// The request reaches the server twice; the device gets the first answer.
     case duplicate
+    /// The request reaches the device's server and, at the same moment, another instance
+    /// (as when a load balancer retries it elsewhere while the first still runs); the
+    /// device gets the answer that comes last. Only a POST is split; a link without
+    /// another instance passes it.
+    case split
 }

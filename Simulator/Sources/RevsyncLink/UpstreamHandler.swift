@@ -8,11 +8,14 @@ final class UpstreamHandler: ChannelInboundHandler {
 
     /// Weak: the device side owns the upstream channel, not the reverse.
     private weak var owner: LinkConnectionHandler?
+    /// The connection of a split request's copy, to the other instance.
+    private let isCopy: Bool
     private var head: HTTPResponseHead?
     private var body: ByteBuffer?
 
-    init(owner: LinkConnectionHandler) {
+    init(owner: LinkConnectionHandler, isCopy: Bool = false) {
         self.owner = owner
+        self.isCopy = isCopy
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -31,12 +34,16 @@ final class UpstreamHandler: ChannelInboundHandler {
             let body = self.body ?? ByteBuffer()
             self.head = nil
             self.body = nil
-            self.owner?.upstreamAnswered(UpstreamResponse(head: head, body: body))
+            self.owner?.upstreamAnswered(UpstreamResponse(head: head, body: body), fromCopy: self.isCopy)
         }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        self.owner?.upstreamClosed(context.channel)
+        if self.isCopy {
+            self.owner?.copyClosed(context.channel)
+        } else {
+            self.owner?.upstreamClosed(context.channel)
+        }
         context.fireChannelInactive()
     }
 

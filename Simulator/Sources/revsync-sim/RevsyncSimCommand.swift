@@ -53,6 +53,9 @@ struct RevsyncSimCommand: AsyncParsableCommand {
     @Option(help: "Odds per request of the request reaching the server twice.")
     var duplicate: Double?
 
+    @Option(help: "Odds per request of the request reaching another server instance at the same time (with --instances 2 or more).")
+    var split: Double?
+
     @Option(help: "Offline windows: never, or ONLINE/OFFLINE ranges in seconds, e.g. 20-180/5-120.")
     var offline: String?
 
@@ -169,6 +172,7 @@ struct RevsyncSimCommand: AsyncParsableCommand {
         for (value, name) in [
             (refuse, "--refuse"), (resetMidRequest, "--reset-mid-request"), (resetMidResponse, "--reset-mid-response"),
             (stall, "--stall"), (dropAfterCommit, "--drop-after-commit"), (duplicate, "--duplicate"),
+            (split, "--split"),
         ] {
             if let value, !(0...1).contains(value) { throw ValidationError("\(name) is a probability from 0 to 1, not \(value)") }
         }
@@ -178,6 +182,7 @@ struct RevsyncSimCommand: AsyncParsableCommand {
         knobs.stall = stall
         knobs.dropAfterCommit = dropAfterCommit
         knobs.duplicate = duplicate
+        knobs.split = split
         if let offline { knobs.offline = .some(try LinkKnobs.parseOffline(offline)) }
         return knobs
     }

@@ -20,9 +20,11 @@ final class EchoRecorder: Sendable {
 /// Runs a Hummingbird server on 127.0.0.1 with an ephemeral port and a
 /// `POST /echo` that records and returns the body, for the duration of `body`;
 /// `POST /hold?ms=N` does the same after holding the request N ms, as a server
-/// holds a long-poll (sending nothing meanwhile).
+/// holds a long-poll (sending nothing meanwhile). `/echo` answers with `prefix` before
+/// the body, after `delay`, so that two servers' answers can be told apart.
 @discardableResult
 func withEchoServer<T: Sendable>(
+    prefix: String = "", delay: Duration = .zero,
     _ body: @Sendable (_ port: Int, _ recorder: EchoRecorder) async throws -> T
 ) async throws -> T {
     let recorder = EchoRecorder()
@@ -30,7 +32,8 @@ func withEchoServer<T: Sendable>(
     router.post("/echo") { request, _ -> Response in
         let bytes = try await request.body.collect(upTo: 1 << 20)
         recorder.record(String(buffer: bytes))
-        return Response(status: .ok, body: .init(byteBuffer: bytes))
+        if delay > .zero { try await Task.sleep(for: delay) }
+        return Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: prefix + String(buffer: bytes))))
     }
     router.post("/hold") { request, _ -> Response in
         let bytes = try await request.body.collect(upTo: 1 << 20)

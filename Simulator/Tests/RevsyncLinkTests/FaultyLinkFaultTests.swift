@@ -1,6 +1,8 @@
 import AsyncHTTPClient
 import NIOCore
+import RevsyncHarness
 import RevsyncLink
+import Synchronization
 import Testing
 
 @Suite("FaultyLink faults")
@@ -16,6 +18,7 @@ struct FaultyLinkFaultTests {
         case .stall: odds.stall = 1
         case .dropAfterCommit: odds.dropAfterCommit = 1
         case .duplicate: odds.duplicate = 1
+        case .split: odds.split = 1
         }
         return LinkProfile(faults: odds, stallDuration: stall)
     }
@@ -86,6 +89,55 @@ struct FaultyLinkFaultTests {
                 #expect(answer == "twice")
                 #expect(recorder.all == ["twice", "twice"])
                 #expect(link.stats().count(.duplicate) == 1)
+            }
+        }
+    }
+
+    /// A split request reaches both servers at once; the client gets whichever answer came
+    /// last, and the link reports both.
+    @Test(arguments: [true, false])
+    func splitRequestReachesBothServersAndTheClientGetsTheLaterAnswer(copyIsLater: Bool) async throws {
+        let seen = Mutex<[SplitExchange]>([])
+        try await withEchoServer(prefix: "own:", delay: copyIsLater ? .zero : .milliseconds(300)) { ownPort, own in
+            try await withEchoServer(prefix: "other:", delay: copyIsLater ? .milliseconds(300) : .zero) { otherPort, other in
+                try await withLink(
+                    Self.always(.split), serverPort: ownPort, splitTargetPort: otherPort,
+                    onSplit: { exchange in seen.withLock { $0.append(exchange) } }
+                ) { link in
+                    let answer = try await withClient { client in try await echo(client, port: link.port, "both") }
+                    #expect(answer == (copyIsLater ? "other:both" : "own:both"))
+                    #expect(own.all == ["both"])
+                    #expect(other.all == ["both"])
+                    #expect(link.stats().count(.split) == 1)
+                }
+            }
+        }
+        let exchanges = seen.withLock { $0 }
+        #expect(exchanges.count == 1)
+        #expect(exchanges.first.map { String(buffer: $0.requestBody) } == "both")
+        let answers = exchanges.first?.answers.map { String(buffer: $0.body) }
+        #expect(answers == (copyIsLater ? ["own:both", "other:both"] : ["other:both", "own:both"]))
+    }
+
+    @Test func splitWithoutAnotherInstancePasses() async throws {
+        try await withEchoServer { serverPort, recorder in
+            try await withLink(Self.always(.split), serverPort: serverPort) { link in
+                let answer = try await withClient { client in try await echo(client, port: link.port, "once") }
+                #expect(answer == "once")
+                #expect(recorder.all == ["once"])
+                #expect(link.stats().count(.split) == 0)
+                #expect(link.stats().count(.pass) == 1)
+            }
+        }
+    }
+
+    @Test func splitWhoseOtherInstanceIsDownGetsItsOwnAnswer() async throws {
+        let nobody = try FreePort.loopback(count: 1)[0]
+        try await withEchoServer(prefix: "own:") { serverPort, recorder in
+            try await withLink(Self.always(.split), serverPort: serverPort, splitTargetPort: nobody) { link in
+                let answer = try await withClient { client in try await echo(client, port: link.port, "alone") }
+                #expect(answer == "own:alone")
+                #expect(recorder.all == ["alone"])
             }
         }
     }

@@ -61,12 +61,15 @@ func withLink<T: Sendable>(
     _ profile: LinkProfile,
     seed: UInt64 = 1,
     serverPort: Int,
+    splitTargetPort: Int? = nil,
     onFate: (@Sendable (RequestFate) -> Void)? = nil,
+    onSplit: (@Sendable (SplitExchange) -> Void)? = nil,
     onOfflineChange: (@Sendable (Bool) -> Void)? = nil,
     _ body: @Sendable (FaultyLink) async throws -> T
 ) async throws -> T {
     let link = try await FaultyLink(
-        profile: profile, seed: seed, targetPort: serverPort, onFate: onFate, onOfflineChange: onOfflineChange)
+        profile: profile, seed: seed, targetPort: serverPort, splitTargetPort: splitTargetPort, onFate: onFate, onSplit: onSplit,
+        onOfflineChange: onOfflineChange)
     do {
         let result = try await body(link)
         try await link.shutdown()

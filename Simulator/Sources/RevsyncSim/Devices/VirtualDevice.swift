@@ -87,7 +87,8 @@ actor VirtualDevice {
     /// optionally bootstraps it straight from the server too, then opens it on its link.
     /// With `bootstrapThroughLink` the first sync loads the snapshot through the faulty link.
     static func make(
-        _ plan: Plan, profile: LinkProfile, serverPort: Int, direct: HTTPSyncTransport, adminToken: String,
+        _ plan: Plan, profile: LinkProfile, serverPort: Int, splitPort: Int? = nil, splits: SplitAudit? = nil,
+        direct: HTTPSyncTransport, adminToken: String,
         bootstrapThroughLink: Bool, runner: WorkloadRunner, stats: ExchangeStats, visibility: WriteToVisibleRecorder
     ) async throws -> VirtualDevice {
         let registered = try await direct.register(
@@ -100,8 +101,11 @@ actor VirtualDevice {
             try await setup.close()
         }
         let index = plan.index
+        var onSplit: (@Sendable (SplitExchange) -> Void)?
+        if let splits { onSplit = { splits.record($0) } }
         let link = try await FaultyLink(
-            profile: profile, seed: plan.seed ^ 0x11_4C, targetPort: serverPort,
+            profile: profile, seed: plan.seed ^ 0x11_4C, targetPort: serverPort, splitTargetPort: splitPort,
+            onSplit: onSplit,
             onOfflineChange: { offline in visibility.setAbsent(.linkOffline, offline, device: index) })
         var transportConfiguration = HTTPSyncTransport.Configuration(baseURL: "http://127.0.0.1:\(link.port)")
         transportConfiguration.connectTimeout = .seconds(5)

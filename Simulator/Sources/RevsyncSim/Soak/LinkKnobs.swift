@@ -13,6 +13,7 @@ public struct LinkKnobs: Sendable, Equatable {
     public var stall: Double?
     public var dropAfterCommit: Double?
     public var duplicate: Double?
+    public var split: Double?
     /// Offline windows; `.some(nil)` means never offline.
     public var offline: OfflineSchedule??
 
@@ -37,6 +38,7 @@ public struct LinkKnobs: Sendable, Equatable {
         if let stall { profile.faults.stall = stall }
         if let dropAfterCommit { profile.faults.dropAfterCommit = dropAfterCommit }
         if let duplicate { profile.faults.duplicate = duplicate }
+        if let split { profile.faults.split = split }
         if let offline { profile.offlineSchedule = offline }
         return profile
     }

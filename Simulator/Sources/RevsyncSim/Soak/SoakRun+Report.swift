@@ -55,6 +55,7 @@ extension SoakRun {
         case .stall: "stall"
         case .dropAfterCommit: "drop_after_commit"
         case .duplicate: "duplicate"
+        case .split: "split"
         }
     }
 }

@@ -18,6 +18,8 @@ public actor SoakRun {
     let logger: Logger
     let stats = ExchangeStats()
     let visibility = WriteToVisibleRecorder()
+    /// Requests the links sent to two instances at once, and whether their answers agreed.
+    let splits = SplitAudit()
     let clock = ContinuousClock()
 
     var devices: [VirtualDevice] = []
@@ -196,8 +198,10 @@ public actor SoakRun {
         try FileManager.default.createDirectory(atPath: settings.runDirectory + "/devices", withIntermediateDirectories: true)
         try? FileManager.default.removeItem(atPath: plan.databasePath)
         let port = fleet.configuration.ports[instance]
+        // A split request also goes to the next instance, as a load balancer retrying it there would send it.
+        let other = fleet.count > 1 ? fleet.configuration.ports[(instance + 1) % fleet.count] : nil
         return try await VirtualDevice.make(
-            plan, profile: profile, serverPort: port, direct: direct[instance], adminToken: adminToken,
+            plan, profile: profile, serverPort: port, splitPort: other, splits: splits, direct: direct[instance], adminToken: adminToken,
             bootstrapThroughLink: throughLink, runner: WorkloadRunner(seed: seedIndex, hot: hot, role: role), stats: stats,
             visibility: visibility)
     }
@@ -259,6 +263,7 @@ public actor SoakRun {
         var checks = try await VerdictGatherer(databaseURL: databaseURL, logger: logger).checks(
             devices: engines, acknowledged: acknowledged, regressions: regressions, acknowledgedContent: content,
             revoked: revoked, excusedRejections: excused, authorForms: authorForms)
+        checks.append(VerdictChecks.splitRequests(splits.tally))
         if !stuck.isEmpty {
             var details: [String] = []
             for index in stuck.prefix(5) {

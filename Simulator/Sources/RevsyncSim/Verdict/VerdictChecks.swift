@@ -13,6 +13,19 @@ public enum VerdictChecks {
         public static let rejectionsDelivered = "rejections delivered"
         public static let revokedTokens = "revoked tokens"
         public static let liveness = "liveness"
+        public static let splitRequests = "split requests"
+    }
+
+    /// No request that reached two server instances at once was answered two ways.
+    public static func splitRequests(_ tally: SplitAudit.Tally) -> VerdictCheck {
+        guard tally.splits > 0 else {
+            return VerdictCheck(name: Name.splitRequests, passed: true, detail: "no request split (it needs two server instances or more)")
+        }
+        let compared = tally.agreed + tally.disagreements.count
+        var detail = "\(tally.agreed) of \(compared) split requests with change sets answered alike by both instances, "
+            + "\(tally.splits - compared) not compared (an error, a lost answer, or no change set)"
+        if !tally.disagreements.isEmpty { detail += "; " + tally.disagreements.prefix(examples).joined(separator: "; ") }
+        return VerdictCheck(name: Name.splitRequests, passed: tally.disagreements.isEmpty, detail: detail)
     }
 
     /// How many offenders a detail lists before "…".
