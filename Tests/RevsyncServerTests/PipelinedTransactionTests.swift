@@ -52,7 +52,7 @@ import Testing
             let onLoop = try await store.transaction { transaction in
                 let connection = try #require(transaction as? PostgresApplyTransaction).connection
                 var onLoop = [connection.eventLoop.inEventLoop]
-                _ = try await transaction.lockDevices([])
+                _ = try await transaction.lockDevices([], mappings: [:], allocating: [:])
                 onLoop.append(connection.eventLoop.inEventLoop)
                 _ = try await transaction.lowestTemporaryId(Device(id: 1, publicId: "p", name: "n", user: "u", role: "member"))
                 onLoop.append(connection.eventLoop.inEventLoop)

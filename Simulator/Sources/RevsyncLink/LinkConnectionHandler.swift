@@ -153,13 +153,18 @@ final class LinkConnectionHandler: ChannelInboundHandler {
                 }
                 return
             }
-            channel.write(HTTPClientRequestPart.head(exchange.head), promise: nil)
-            if exchange.body.readableBytes > 0 {
-                channel.write(HTTPClientRequestPart.body(.byteBuffer(exchange.body)), promise: nil)
-            }
-            channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
+            Self.send(exchange, on: channel)
             if exchange.decision.fate == .split && exchange.sent == 1 { self.sendCopy() }
         }
+    }
+
+    /// Writes the whole request of `exchange` to a server.
+    private static func send(_ exchange: Exchange, on channel: any Channel) {
+        channel.write(HTTPClientRequestPart.head(exchange.head), promise: nil)
+        if exchange.body.readableBytes > 0 {
+            channel.write(HTTPClientRequestPart.body(.byteBuffer(exchange.body)), promise: nil)
+        }
+        channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
     }
 
     /// Sends a split request's copy to the other instance, on a connection of its own.
@@ -175,11 +180,7 @@ final class LinkConnectionHandler: ChannelInboundHandler {
                     return
                 }
                 self.copy = channel
-                channel.write(HTTPClientRequestPart.head(exchange.head), promise: nil)
-                if exchange.body.readableBytes > 0 {
-                    channel.write(HTTPClientRequestPart.body(.byteBuffer(exchange.body)), promise: nil)
-                }
-                channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
+                Self.send(exchange, on: channel)
             }
     }
 

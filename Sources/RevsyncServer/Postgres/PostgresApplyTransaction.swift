@@ -28,22 +28,11 @@ struct PostgresApplyTransaction: ApplyTransaction {
 
     // MARK: Locks and facts
 
-    /// One batch's devices, in id order. `FOR NO KEY UPDATE` serialises a device's change
-    /// sets across batches and instances, and the log's foreign key check (a `KEY SHARE`
-    /// lock) does not wait for it. A revocation, which updates the row, waits for the batch,
-    /// and a batch that comes after it sees the revocation.
-    func lockDevices(_ ids: [Int64]) async throws -> [Int64: DeviceLock] {
-        let rows = try await fetch(
-            "SELECT id, last_seq, revoked_at IS NOT NULL FROM revsync_devices WHERE id = ANY(\(ids)) ORDER BY id FOR NO KEY UPDATE")
-        var locks: [Int64: DeviceLock] = [:]
-        for row in rows {
-            let (id, last, revoked) = try row.decode((Int64, Int64, Bool).self)
-            locks[id] = DeviceLock(lastSeq: last, revoked: revoked)
-        }
-        return locks
-    }
-
-    /// The locks and the mappings in one statement. Its snapshot is taken before it waits for
+    /// One batch's devices, in id order, and their mappings, in one statement.
+    /// `FOR NO KEY UPDATE` serialises a device's change sets across batches and instances,
+    /// and the log's foreign key check (a `KEY SHARE` lock) does not wait for it. A
+    /// revocation, which updates the row, waits for the batch, and a batch that comes after
+    /// it sees the revocation. Its snapshot is taken before it waits for
     /// a device's row, so the mappings of a batch that committed meanwhile are not in it; but
     /// such a batch changed the row (its last seq, or the row alone for ids created without
     /// seq: `ledger`), and the row locked is then a newer version than the snapshot's. Those

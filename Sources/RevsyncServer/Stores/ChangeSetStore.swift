@@ -83,16 +83,14 @@ package struct PlannedRejection: Sendable {
 /// One batch's transaction: facts loaded under locks for many change sets at once, in a
 /// few set-based statements, and the writes the rules decided, again in a few statements.
 package protocol ApplyTransaction: LedgerReading {
-    /// Locks the devices' rows, in id order, so that a device's change sets apply one batch
-    /// at a time and a revocation waits for them; gone devices are absent.
-    func lockDevices(_ ids: [Int64]) async throws -> [Int64: DeviceLock]
     /// Every device's temporary ids among those asked, with what they became; and new
     /// permanent ids, ascending, as many per entity as asked (one round trip for both).
     func mappings(_ wanted: [Int64: Set<Int64>], allocating counts: [String: Int]) async throws -> (known: [Int64: [Int64: TemporaryIdMapping]], ids: [String: [Int64]])
-    /// `lockDevices` then `mappings`, as one step where storage can make it one (PostgreSQL:
-    /// one statement, one round trip fewer a batch). The mappings are those after the locks:
-    /// ids that another transaction mapped for a device while this one waited for its row
-    /// are among them.
+    /// Locks the devices' rows, in id order, so that a device's change sets apply one batch
+    /// at a time and a revocation waits for them (gone devices are absent); with them, the
+    /// `mappings` asked for, in the same step (PostgreSQL: one statement). The mappings are
+    /// those after the locks: ids that another transaction mapped for a device while this
+    /// one waited for its row are among them.
     func lockDevices(_ ids: [Int64], mappings wanted: [Int64: Set<Int64>], allocating counts: [String: Int]) async throws -> LockedDevices
     func storedOutcome(seq: Int64, device: Device) async throws -> StoredOutcome?
     /// Locks the records against other writers and returns their versions; missing ones are absent.
@@ -131,12 +129,6 @@ package protocol ChangeSetStore: Sendable {
 }
 
 extension ApplyTransaction {
-    package func lockDevices(_ ids: [Int64], mappings wanted: [Int64: Set<Int64>], allocating counts: [String: Int]) async throws -> LockedDevices {
-        let locks = try await lockDevices(ids)
-        let (known, new) = try await mappings(wanted, allocating: counts)
-        return LockedDevices(locks: locks, known: known, ids: new)
-    }
-
     package func writeAndStamp(_ writes: [PlannedWrite], rejections: [PlannedRejection], lastSeqs: [Int64: Int64]) async throws -> [CommittedEntry] {
         try await writeRecords(writes)
         return try await stamp(writes, rejections: rejections, lastSeqs: lastSeqs)

@@ -33,14 +33,16 @@ final class InMemoryTransaction: ApplyTransaction, RecordReading, Sendable {
 
     // MARK: ApplyTransaction
 
-    func lockDevices(_ ids: [Int64]) async throws -> [Int64: DeviceLock] {
-        read { state in
+    func lockDevices(_ ids: [Int64], mappings wanted: [Int64: Set<Int64>], allocating counts: [String: Int]) async throws -> LockedDevices {
+        let locks = read { state in
             var locks: [Int64: DeviceLock] = [:]
             for id in ids {
                 if let row = state.devices[id] { locks[id] = DeviceLock(lastSeq: row.lastSeq, revoked: row.revoked) }
             }
             return locks
         }
+        let (known, new) = try await mappings(wanted, allocating: counts)
+        return LockedDevices(locks: locks, known: known, ids: new)
     }
 
     func mappings(_ wanted: [Int64: Set<Int64>], allocating counts: [String: Int]) async throws -> (known: [Int64: [Int64: TemporaryIdMapping]], ids: [String: [Int64]]) {
