@@ -31,6 +31,10 @@ public final class RedisChangeLog: ChangeLog {
     /// The public JSON of this instance's last commit, which the next batch's first entry is
     /// compressed after (`ChainedFragment`) when it follows on.
     private let lastPublic = Mutex<(revision: Int64, body: ByteBuffer)?>(nil)
+    /// The zlib stream every commit's entries and runs are compressed with. Setting one up
+    /// (`deflateInit2`, 256 KiB of state) cost a lone writer's commit about as much as all
+    /// its compressing; commits are published one at a time, in turn, so nobody waits for it.
+    private let commitDeflater = Mutex(Deflater())
     /// The head and horizon as this instance last saw them (reads, and its own commits, which
     /// only raise the head), and when it last read them. The head is where a read expects the
     /// log to end.
@@ -306,7 +310,7 @@ public final class RedisChangeLog: ChangeLog {
         let oldest = head - window
         let kept = entries.filter { $0.entry.revision > oldest }
         // With the runs the filled range holds whole, so that later gzip answers take them.
-        let values = kept.flatMap { $0.values(keys: keys) } + (await runValues(kept, previous: nil, keys: keys, readingEarlier: false))
+        let values = kept.flatMap { $0.values(keys: keys) } + (await runValues(kept, previous: nil, keys: keys, ofCommit: false))
         let commands = values.map(\.setCommand)
         guard !commands.isEmpty else { return entries }
         do {
@@ -329,7 +333,7 @@ public final class RedisChangeLog: ChangeLog {
         // Compressed only when Redis takes them: with the cache off or down, nobody would read them.
         guard let keys = usableKeys else { return }
         let previous = await publicBody(first.revision - 1, keys: keys)
-        let cached = Self.cachedEntries(entries, previous: previous.map { (first.revision - 1, $0) })
+        let cached = commitDeflater.withLock { Self.cachedEntries(entries, previous: previous.map { (first.revision - 1, $0) }, with: $0) }
         lastPublic.withLock { $0 = (last.revision, last.body) }
         for entry in cached {
             averageEntryBytes.withLock { $0 = $0 * 0.99 + Double(entry.cachedBytes) * 0.01 }
@@ -348,7 +352,7 @@ public final class RedisChangeLog: ChangeLog {
             }
             commands.append([ByteBuffer(string: "DEL")] + victims.map { ByteBuffer(string: $0) })
         }
-        let runs = await runValues(cached, previous: previous, keys: keys, readingEarlier: true)
+        let runs = await runValues(cached, previous: previous, keys: keys, ofCommit: true)
         commands += runs.map(\.setCommand)
         recentValues.store(held + runs, newest: last.revision)
         // The entries first, then the head, in one round trip for the whole batch: a reader
@@ -376,9 +380,10 @@ public final class RedisChangeLog: ChangeLog {
 
     /// Compresses `entries`, each chained after the one before it where that one is at hand
     /// (`previous`, then the earlier entries of the list while their revisions follow on).
-    static func cachedEntries(_ entries: [CommittedEntry], previous: (revision: Int64, body: ByteBuffer)?) -> [CachedEntry] {
+    static func cachedEntries(
+        _ entries: [CommittedEntry], previous: (revision: Int64, body: ByteBuffer)?, with deflater: Deflater = Deflater()
+    ) -> [CachedEntry] {
         var before = previous
-        let deflater = Deflater()
         return entries.map { entry in
             let chainedAfter = before.flatMap { $0.revision == entry.revision - 1 ? $0.body : nil }
             before = (entry.revision, entry.body)
@@ -396,12 +401,13 @@ public final class RedisChangeLog: ChangeLog {
     }
 
     /// The runs `batch` completes (`CachedRun`), compressed alone and after the revision
-    /// before them. With `readingEarlier`, a run's change sets before the batch come from Redis
-    /// in one `MGET`, only when the batch ends a run; without it, only runs the batch holds
-    /// whole are made. `previous` is the public JSON of the revision before the batch, if known.
+    /// before them. For a commit (`ofCommit`), a run's change sets before the batch come from
+    /// Redis in one `MGET`, only when the batch ends a run, and the commits' zlib stream
+    /// compresses them; for a backfill, which may run meanwhile, only runs the batch holds
+    /// whole are made, with a stream of their own. `previous` is the public JSON of the revision before the batch, if known.
     /// A run that cannot be made (an entry missing, Redis failing) is left out; its change sets
     /// then go one by one.
-    private func runValues(_ batch: [CachedEntry], previous: ByteBuffer?, keys: CacheKeys, readingEarlier: Bool) async -> [CacheValue] {
+    private func runValues(_ batch: [CachedEntry], previous: ByteBuffer?, keys: CacheKeys, ofCommit: Bool) async -> [CacheValue] {
         var ends: [(size: Int64, run: Int64, first: Int64, last: Int64)] = []
         for entry in batch {
             let last = entry.entry.revision
@@ -416,23 +422,25 @@ public final class RedisChangeLog: ChangeLog {
         let memberRevisions = Set(ends.flatMap { $0.first...$0.last })
         let dictionaries = Set(ends.map { $0.first - 1 }).subtracting(previous == nil ? [] : [first - 1])
         let wanted = memberRevisions.union(dictionaries).subtracting(bodies.keys).filter { $0 > 0 }.sorted()
-        if readingEarlier && !wanted.isEmpty {
+        if ofCommit && !wanted.isEmpty {
             guard let values = try? await fetchValues(wanted.map(keys.entry)) else { return [] }
             for (number, value) in zip(wanted, values) {
                 if let value, let decoded = CachedEntry.decodePublic(value) { bodies[number] = decoded }
             }
         }
-        var values: [CacheValue] = []
-        let deflater = Deflater(level: CachedRun.level)
-        for end in ends {
-            let members = (end.first...end.last).compactMap { bodies[$0] }
-            guard members.count == Int(end.size) else { continue }
-            values.append(CacheValue(key: keys.run(end.size, end.run), value: CachedRun(bodies: members, with: deflater).value))
-            if let before = bodies[end.first - 1]?.body ?? (end.first == first ? previous : nil) {
-                let chained = CachedRun(bodies: members, after: before, with: deflater)
-                values.append(CacheValue(key: keys.chainedRun(end.size, end.run), value: chained.value))
+        let compress = { (deflater: Deflater) -> [CacheValue] in
+            var values: [CacheValue] = []
+            for end in ends {
+                let members = (end.first...end.last).compactMap { bodies[$0] }
+                guard members.count == Int(end.size) else { continue }
+                values.append(CacheValue(key: keys.run(end.size, end.run), value: CachedRun(bodies: members, with: deflater).value))
+                if let before = bodies[end.first - 1]?.body ?? (end.first == first ? previous : nil) {
+                    let chained = CachedRun(bodies: members, after: before, with: deflater)
+                    values.append(CacheValue(key: keys.chainedRun(end.size, end.run), value: chained.value))
+                }
             }
+            return values
         }
-        return values
+        return ofCommit ? commitDeflater.withLock { compress($0) } : compress(Deflater(level: CachedRun.level))
     }
 }
