@@ -25,8 +25,9 @@ import Testing
             logger: Logger(label: "revsync.tests.writer"))
     }
 
-    /// The connection holds a waiting request, not its task: the request is counted as answered
-    /// (`200`) while it waits, and the commit's answer is written under that response's head.
+    /// The connection holds a waiting request, not its task: the request's task ends while it
+    /// waits, and the commit's answer is written under that response's head. The request is
+    /// counted once answered, not while it waits.
     @Test func aCommitAnswersTheRequestItsConnectionHolds() async throws {
         try await withLiveServer { live in
             let (_, token) = try await live.server.devices.register(name: "reader", user: "reader", role: "viewer")
@@ -34,19 +35,19 @@ import Testing
             let connection = try RawConnection(port: try #require(live.baseURL.port))
             connection.send(Self.request(token: token, wait: 60))
             try await LongPollTests.eventually("the request waiting") { live.server.waiters.count == 1 }
-            // Its task returns a moment after the waiter is registered; a request its task held would never be counted here.
-            let requests = #"revsync_http_requests_total{route="/sync",status="200"} 1"#
-            try await LongPollTests.eventually("the waiting request counted", within: .seconds(10)) {
-                live.server.metrics.exposition().contains(requests) && live.server.inFlight.value == 0
-            }
+            // Its task ends a moment after the waiter is registered; a request its task held would stay in flight.
+            try await LongPollTests.eventually("the waiting request's task ended", within: .seconds(10)) { live.server.inFlight.value == 0 }
             #expect(live.server.waiters.count == 1)
+            #expect(!live.server.metrics.exposition().contains(#"revsync_http_requests_total{route="/sync""#))
             try await Self.commitNote(live, writer)
             let (text, closed) = await connection.readUntilClosed(timeout: .seconds(20), orUntil: #""maxRevision":1}"#)
             #expect(text.hasPrefix("HTTP/1.1 200"))
             #expect(text.lowercased().contains("content-type: application/json"))
             #expect(text.contains("note 1"))
             #expect(!closed)
-            #expect(live.server.metrics.exposition().contains(#"revsync_sync_wakeups_total{reason="committed"} 1"#))
+            let exposition = live.server.metrics.exposition()
+            #expect(exposition.contains(#"revsync_sync_wakeups_total{reason="committed"} 1"#))
+            #expect(exposition.contains(#"revsync_http_requests_total{route="/sync",status="200"} 1"#))
         }
     }
 
@@ -127,6 +128,10 @@ import Testing
             #expect(text.hasPrefix("HTTP/1.1 401"))
             #expect(text.contains(#""error":"#))
             #expect(!text.contains("note 1"))
+            // Counted with the status it was answered with, not as the 200 its route returned.
+            let exposition = live.server.metrics.exposition()
+            #expect(exposition.contains(#"revsync_http_requests_total{route="/sync",status="401"} 1"#))
+            #expect(!exposition.contains(#"revsync_http_requests_total{route="/sync",status="200"}"#))
         }
     }
 
@@ -142,6 +147,11 @@ import Testing
             try await LongPollTests.eventually("the release counted") {
                 live.server.metrics.exposition().contains(#"revsync_sync_wakeups_total{reason="released"} 1"#)
             }
+            // Nothing was answered: counted as a request its client closed, as proxies log it.
+            try await LongPollTests.eventually("the request counted") {
+                live.server.metrics.exposition().contains(#"revsync_http_requests_total{route="/sync",status="499"} 1"#)
+            }
+            #expect(!live.server.metrics.exposition().contains(#"revsync_http_requests_total{route="/sync",status="200"}"#))
         }
     }
 

@@ -6,10 +6,12 @@ import RevsyncRules
 /// Counts every request by route and status, and turns errors that are not the contract's
 /// into its JSON bodies: the rules' refusals and the stores' failures into theirs, an unknown route into `404 not_found`, a request cut short by its
 /// client into `400 invalid_request`, and anything unexpected into a 500 (the details go to
-/// the log, with the request id). A request that waits for a commit (long-poll) is recorded
-/// when its connection takes it over (`ParkedSyncHandler`): its duration is the server's work
-/// up to the wait, and `revsync_sync_wake_to_answer_seconds` times the answer after it.
-struct ObservationMiddleware<Context: RequestContext>: RouterMiddleware {
+/// the log, with the request id). A request that waits for a commit (long-poll) held by its
+/// connection (`ParkedSyncHandler`) is counted when its answer is written, with its status
+/// (`HeldRequestRecord`): its duration is the server's work up to the wait, and
+/// `revsync_sync_wake_to_answer_seconds` times the answer after it.
+struct ObservationMiddleware: RouterMiddleware {
+    typealias Context = RevsyncRequestContext
     let metrics: ServerMetrics
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
@@ -19,7 +21,11 @@ struct ObservationMiddleware<Context: RequestContext>: RouterMiddleware {
         do {
             do {
                 let response = try await next(request, context)
-                metrics.recordRequest(route: route, status: response.status.code, duration: elapsed())
+                if context.held.isHeld {
+                    context.held.routeReturned(route: route, duration: elapsed(), metrics: metrics)
+                } else {
+                    metrics.recordRequest(route: route, status: response.status.code, duration: elapsed())
+                }
                 return response
             } catch let refusal as SyncRefusal {
                 throw SyncError(refusal)

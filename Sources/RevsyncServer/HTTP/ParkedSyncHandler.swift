@@ -8,11 +8,11 @@ import Synchronization
 /// commit: the connection holds it, so that the request's task can end.
 final class ParkSync: Sendable {
     let pending: PendingSync
-    /// Called once when the request is over: answered, or its client gone.
-    let done: @Sendable () -> Void
+    /// Called once when the request is over: with the answer's status, or nil when its client left first.
+    let done: @Sendable (_ status: Int?) -> Void
     private let accepted = Atomic<Bool>(false)
 
-    init(pending: PendingSync, done: @escaping @Sendable () -> Void) {
+    init(pending: PendingSync, done: @escaping @Sendable (_ status: Int?) -> Void) {
         self.pending = pending
         self.done = done
     }
@@ -127,7 +127,7 @@ final class ParkedSyncHandler: ChannelDuplexHandler, RemovableChannelHandler {
         if let parked {
             self.parked = nil
             parked.park.pending.abandon()
-            parked.park.done()
+            parked.park.done(nil)
         }
         let held = self.held
         self.held = []
@@ -167,7 +167,7 @@ final class ParkedSyncHandler: ChannelDuplexHandler, RemovableChannelHandler {
         context.write(wrapOutboundOut(.head(head)), promise: nil)
         context.write(wrapOutboundOut(.body(body)), promise: nil)
         context.write(wrapOutboundOut(.end(nil)), promise: nil)
-        parked.park.done()
+        parked.park.done(head.status.code)
         let held = self.held
         self.held = []
         for write in held { context.write(wrapOutboundOut(write.part), promise: write.promise) }

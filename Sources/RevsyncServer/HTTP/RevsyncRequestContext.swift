@@ -7,6 +7,8 @@ import NIOCore
 struct RevsyncRequestContext: RequestContext {
     var coreContext: CoreRequestContextStorage
     let channel: any Channel
+    /// How a `/sync` request its connection holds is counted (`HeldRequestRecord`).
+    let held = HeldRequestRecord()
 
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)

@@ -45,10 +45,15 @@ public struct SyncController: Sendable {
         case .waiting(let pending):
             // The connection holds the waiting request and this task ends: the response
             // returned here gives the answer its head, and the answer is written when the wait ends.
-            let park = ParkSync(pending: pending, done: { perDevice.leave(device.id) })
+            let held = context.held
+            let park = ParkSync(pending: pending) { status in
+                perDevice.leave(device.id)
+                held.answered(status: status)
+            }
             try? await context.channel.triggerUserOutboundEvent(park).get()
             if park.isAccepted {
                 heldByConnection = true
+                held.hold()
                 return Response(status: .ok, headers: headers)
             }
             body = try await pending.answer(clientGone: context.channel.closeFuture)
