@@ -91,6 +91,9 @@ struct Bench {
     func run(parts: Parts, writeSeconds: Int, loadSeconds: Int) async throws -> BenchReport {
         // Before the log is loaded, which takes minutes at 100,000 revisions.
         let wrk = parts.catchUp && loadSeconds > 0 ? try Wrk.locate() : nil
+        // The writes by wrk need it too, but only they: without it their table is left out, and said so.
+        let wrkWriter = parts.writes ? try? Wrk.locate() : nil
+        if parts.writes && wrkWriter == nil { print("wrk is not on the PATH: the writes by wrk are left out (apt-get install wrk; Scripts/bench does)") }
         let durability = try await SQL.durability(on: benchURL, logger: logger)
         let cachedPort = try FreePort.kernelChosenPort(), plainPort = try FreePort.kernelChosenPort()
         let cached = try Server(settings: settings(cache: true, port: cachedPort), logger: logger)
@@ -103,11 +106,11 @@ struct Bench {
         let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
         let redis = try RedisClient(configuration: try RedisConfiguration(url: redisURL), logger: logger)
         let cachedApp = cached.buildApplication(), plainApp = plain.buildApplication(migrate: false)
-        let (catchUp, paged, textBytes, load, writes) = try await withRunning(cachedApp) {
+        let (catchUp, paged, textBytes, load, writes, wrkWrites) = try await withRunning(cachedApp) {
             try await BenchClient(http: http, port: cachedPort).waitUntilHealthy()
             return try await withRunning(plainApp) {
                 try await BenchClient(http: http, port: plainPort).waitUntilHealthy()
-                var catchUp: [CatchUpRow] = [], load: LoadReport?, writes: [WriteRow] = []
+                var catchUp: [CatchUpRow] = [], load: LoadReport?, writes: [WriteRow] = [], wrkWrites: [WriteRow] = []
                 var paged: PagedCatchUpReport?, textBytes: TextBytesReport?
                 if parts.catchUp {
                     let reader = try await prepareLog(cached: cached, client: BenchClient(http: http, port: cachedPort))
@@ -125,8 +128,11 @@ struct Bench {
                 }
                 if parts.writes {
                     writes = try await measureWrites(seconds: writeSeconds, client: BenchClient(http: http, port: cachedPort))
+                    if let wrkWriter {
+                        wrkWrites = try await measureWrites(by: wrkWriter, seconds: writeSeconds, client: BenchClient(http: http, port: cachedPort))
+                    }
                 }
-                return (catchUp, paged, textBytes, load, writes)
+                return (catchUp, paged, textBytes, load, writes, wrkWrites)
             }
         }
         await redis.shutdown()
@@ -140,7 +146,7 @@ struct Bench {
         return BenchReport(
             machine: Machine.describe(), date: ISO8601DateFormatter().string(from: Date()),
             revisions: parts.catchUp ? revisions : 0, entryBytes: entryBytes, durability: durability,
-            catchUp: catchUp, pagedCatchUp: paged, textBytes: textBytes, load: load, writes: writes, floor: floor, push: nil)
+            catchUp: catchUp, pagedCatchUp: paged, textBytes: textBytes, load: load, writes: writes, wrkWrites: wrkWrites, floor: floor, push: nil)
     }
 
     /// Registers the loader and the reader, loads the log and warms the cache; returns the reader's token.
@@ -277,6 +283,22 @@ struct Bench {
             guard response.maxRevision > position else { throw SettingsError("warming stalled at \(position)") }
             position = response.maxRevision
         }
+    }
+
+    /// The same levels driven by wrk (`WrkWriters`), each with devices of its own.
+    private func measureWrites(by wrk: Wrk, seconds: Int, client: BenchClient) async throws -> [WriteRow] {
+        var rows: [WriteRow] = []
+        for devices in Self.writeDevices {
+            print("writes by wrk with \(devices) devices for \(seconds) s …")
+            var tokens: [String] = []
+            for index in 0..<devices { tokens.append(try await client.register("wrk-writer-\(devices)-\(index)", role: "member", adminToken: Self.adminToken)) }
+            let start = try await client.head(token: tokens[0])
+            let run = try await wrk.run(
+                url: "http://127.0.0.1:\(client.port)/sync", script: WrkWriters.script(tokens: tokens, start: start), threads: devices,
+                connections: devices, seconds: seconds)
+            rows.append(WriteRow(devices: devices, changeSets: run.requests, seconds: run.seconds, latency: run.latency))
+        }
+        return rows
     }
 
     /// `devices` devices each sending one change set per request until the time is up.

@@ -90,7 +90,7 @@ struct PushBench {
         let push = try result.get()
         return BenchReport(
             machine: Machine.describe(), date: ISO8601DateFormatter().string(from: Date()), revisions: 0, entryBytes: 0,
-            durability: durability, catchUp: [], pagedCatchUp: nil, textBytes: nil, load: nil, writes: [], floor: [], push: push)
+            durability: durability, catchUp: [], pagedCatchUp: nil, textBytes: nil, load: nil, writes: [], wrkWrites: [], floor: [], push: push)
     }
 
     private func serverEnvironment() -> [String: String] {

@@ -112,6 +112,8 @@ struct BenchReport: Codable, ReportFile {
     let load: LoadReport?
     /// Empty with `--catch-up-only`, as is `floor`.
     let writes: [WriteRow]
+    /// The same writes driven by wrk from its own process (`WrkWriters`); empty also without wrk.
+    let wrkWrites: [WriteRow]
     let floor: [FloorRow]
     /// `--push` only, which measures nothing else.
     let push: PushReport?
@@ -126,7 +128,10 @@ struct BenchReport: Codable, ReportFile {
         if let pagedCatchUp { sections.append(pagedCatchUp.table()) }
         if let textBytes { sections.append(textBytes.table()) }
         if let load { sections.append(loadTable(load)) }
-        if !writes.isEmpty { sections.append(writesTable()) }
+        if !writes.isEmpty { sections.append(writesTable(writes, title: "Writes (one change set per request over loopback, each device its own connection and seq")) }
+        if !wrkWrites.isEmpty {
+            sections.append(writesTable(wrkWrites, title: "Writes by wrk (the same, from wrk's own process: one thread, connection and device each"))
+        }
         if !floor.isEmpty { sections.append(floorTable()) }
         if let push { sections.append(push.table()) }
         return sections.map { $0.joined(separator: "\n") }.joined(separator: "\n\n")
@@ -184,10 +189,10 @@ struct BenchReport: Codable, ReportFile {
         return lines
     }
 
-    private func writesTable() -> [String] {
+    private func writesTable(_ writes: [WriteRow], title: String) -> [String] {
         let best = bestBatchedFloor
         var lines = [
-            "Writes (one change set per request over loopback, each device its own connection and seq; \(durability); \(Self.seconds(writes.map(\.seconds))) s each)",
+            "\(title); \(durability); \(Self.seconds(writes.map(\.seconds))) s each)",
             "devices | change sets/s | p50        | p90        | p99        | max        | ÷ batched floor",
         ]
         for row in writes {
