@@ -404,9 +404,9 @@ public final class RedisChangeLog: ChangeLog {
     /// before them. For a commit (`ofCommit`), a run's change sets before the batch come from
     /// Redis in one `MGET`, only when the batch ends a run, and the commits' zlib stream
     /// compresses them; for a backfill, which may run meanwhile, only runs the batch holds
-    /// whole are made, with a stream of their own. `previous` is the public JSON of the revision before the batch, if known.
-    /// A run that cannot be made (an entry missing, Redis failing) is left out; its change sets
-    /// then go one by one.
+    /// whole are made, with a stream of their own. `previous` is the public JSON of the
+    /// revision before the batch, if known. A run that cannot be made (an entry missing, Redis
+    /// failing) is left out; its change sets then go one by one.
     private func runValues(_ batch: [CachedEntry], previous: ByteBuffer?, keys: CacheKeys, ofCommit: Bool) async -> [CacheValue] {
         var ends: [(size: Int64, run: Int64, first: Int64, last: Int64)] = []
         for entry in batch {
