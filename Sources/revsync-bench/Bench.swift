@@ -285,14 +285,19 @@ struct Bench {
         }
     }
 
+    /// `count` new writing devices' tokens, and the head they start from.
+    private func registerWriters(_ count: Int, named name: String, client: BenchClient) async throws -> (tokens: [String], start: Int64) {
+        var tokens: [String] = []
+        for index in 0..<count { tokens.append(try await client.register("\(name)-\(count)-\(index)", role: "member", adminToken: Self.adminToken)) }
+        return (tokens, try await client.head(token: tokens[0]))
+    }
+
     /// The same levels driven by wrk (`WrkWriters`), each with devices of its own.
     private func measureWrites(by wrk: Wrk, seconds: Int, client: BenchClient) async throws -> [WriteRow] {
         var rows: [WriteRow] = []
         for devices in Self.writeDevices {
             print("writes by wrk with \(devices) devices for \(seconds) s …")
-            var tokens: [String] = []
-            for index in 0..<devices { tokens.append(try await client.register("wrk-writer-\(devices)-\(index)", role: "member", adminToken: Self.adminToken)) }
-            let start = try await client.head(token: tokens[0])
+            let (tokens, start) = try await registerWriters(devices, named: "wrk-writer", client: client)
             let run = try await wrk.run(
                 url: "http://127.0.0.1:\(client.port)/sync", script: WrkWriters.script(tokens: tokens, start: start), threads: devices,
                 connections: devices, seconds: seconds)
@@ -303,9 +308,7 @@ struct Bench {
 
     /// `devices` devices each sending one change set per request until the time is up.
     private func measureWrites(devices: Int, seconds: Int, client: BenchClient) async throws -> WriteRow {
-        var tokens: [String] = []
-        for index in 0..<devices { tokens.append(try await client.register("writer-\(devices)-\(index)", role: "member", adminToken: Self.adminToken)) }
-        let start = try await client.head(token: tokens[0])
+        let (tokens, start) = try await registerWriters(devices, named: "writer", client: client)
         let clock = ContinuousClock()
         let began = clock.now, deadline = began + .seconds(seconds)
         let samples = try await withThrowingTaskGroup(of: [Duration].self) { group in

@@ -128,9 +128,11 @@ struct BenchReport: Codable, ReportFile {
         if let pagedCatchUp { sections.append(pagedCatchUp.table()) }
         if let textBytes { sections.append(textBytes.table()) }
         if let load { sections.append(loadTable(load)) }
-        if !writes.isEmpty { sections.append(writesTable(writes, title: "Writes (one change set per request over loopback, each device its own connection and seq")) }
+        if !writes.isEmpty {
+            sections.append(writesTable(writes, name: "Writes", what: "one change set per request over loopback, each device its own connection and seq"))
+        }
         if !wrkWrites.isEmpty {
-            sections.append(writesTable(wrkWrites, title: "Writes by wrk (the same, from wrk's own process: one thread, connection and device each"))
+            sections.append(writesTable(wrkWrites, name: "Writes by wrk", what: "the same, from wrk's own process: one thread, connection and device each"))
         }
         if !floor.isEmpty { sections.append(floorTable()) }
         if let push { sections.append(push.table()) }
@@ -189,10 +191,10 @@ struct BenchReport: Codable, ReportFile {
         return lines
     }
 
-    private func writesTable(_ writes: [WriteRow], title: String) -> [String] {
+    private func writesTable(_ writes: [WriteRow], name: String, what: String) -> [String] {
         let best = bestBatchedFloor
         var lines = [
-            "\(title); \(durability); \(Self.seconds(writes.map(\.seconds))) s each)",
+            "\(name) (\(what); \(durability); \(Self.seconds(writes.map(\.seconds))) s each)",
             "devices | change sets/s | p50        | p90        | p99        | max        | ÷ batched floor",
         ]
         for row in writes {
