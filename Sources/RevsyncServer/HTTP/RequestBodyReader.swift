@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import NIOCore
 import RevsyncGzip
+import RevsyncWire
 
 /// Reads a request body within the limits and undoes its `Content-Encoding`.
 struct RequestBodyReader: Sendable {
@@ -48,6 +49,14 @@ struct RequestBodyReader: Sendable {
         default:
             throw SyncError(.unsupportedEncoding, "Content-Encoding \"\(encoding)\" is not supported: use gzip or identity")
         }
+    }
+
+    /// A `/sync` body: its usual shape read straight from the bytes (`SyncRequestReader`), anything
+    /// else, errors included, by `decode`.
+    func decodeSyncRequest(from body: ByteBuffer) throws -> SyncRequest {
+        try JSONDepth.check(body, limit: limits.maxJSONDepth)
+        if let request = body.withUnsafeReadableBytes({ SyncRequestReader.read($0) }) { return request }
+        return try decode(SyncRequest.self, from: body)
     }
 
     /// Decodes JSON after checking its nesting depth, mapping failures to the contract's 400s.

@@ -87,7 +87,7 @@ public struct SyncController: Sendable {
     ) async throws -> (answer: SyncAnswer, gzipped: Bool) {
         var logger = logger
         logger[metadataKey: "device.id"] = .string(device.publicId)
-        let request = try bodyReader.decode(SyncRequest.self, from: try bodyReader.decodeContent(body, encoding: contentEncoding))
+        let request = try bodyReader.decodeSyncRequest(from: try bodyReader.decodeContent(body, encoding: contentEncoding))
         let gzip = Gzip.accepted(acceptEncoding)
         return (try await service.exchange(request, device: device, gzip: gzip, stillAuthorized: stillAuthorized, logger: logger), gzip)
     }
