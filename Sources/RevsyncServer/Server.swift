@@ -69,6 +69,7 @@ public struct Server: Sendable {
         waiters = CommitWaiters(timers: MultiThreadedEventLoopGroup.singleton, changed: { metrics.recordWaiting($0) })
         var changeSets = PostgresChangeSetStore(database: database, schema: schema)
         changeSets.delayAfterStamp = applyDelay
+        changeSets.metrics = metrics
         sync = SyncController(
             authenticator: Authenticator(devices: devices), bodyReader: RequestBodyReader(limits: settings.limits),
             service: SyncService(

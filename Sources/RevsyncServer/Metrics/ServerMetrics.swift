@@ -59,6 +59,11 @@ public struct ServerMetrics: Sendable {
 
     /// Cache events: "hits" and "misses" count change sets, "backfills" PostgreSQL reads that filled holes,
     /// "errors" failed Redis calls, "writes" change sets written through.
+    /// A batch's transaction run again after PostgreSQL broke a deadlock or refused to serialize it.
+    func recordBatchRetry(reason: String) {
+        CoreMetrics.Counter(label: "revsync_batch_retries_total", dimensions: [("reason", reason)], factory: factory).increment()
+    }
+
     func recordCache(_ event: String, count: Int = 1) {
         guard count > 0 else { return }
         CoreMetrics.Counter(label: "revsync_cache_\(event)_total", dimensions: [], factory: factory).increment(by: count)

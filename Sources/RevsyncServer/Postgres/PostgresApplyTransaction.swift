@@ -325,8 +325,9 @@ struct PostgresApplyTransaction: ApplyTransaction {
 
     /// The records' writes and the stamp in one statement, one round trip fewer: each record
     /// is written with its revision. Unique values are then checked while the revision lock is
-    /// held; a wait on another transaction's uncommitted value that waits for the lock in turn
-    /// is a deadlock PostgreSQL breaks, and the batch runs again (`PostgresChangeSetStore`).
+    /// held. Another transaction's uncommitted value was written under the lock too (an
+    /// isolated run takes it before its writes, `lockRevisions`), so a wait for it ends at that
+    /// transaction's COMMIT and cannot be a deadlock.
     func writeAndStamp(_ writes: [PlannedWrite], rejections: [PlannedRejection], lastSeqs: [Int64: Int64]) async throws -> [CommittedEntry] {
         try await stamp(writes, rejections: rejections, lastSeqs: lastSeqs, writingRecords: true)
     }
@@ -400,6 +401,11 @@ struct PostgresApplyTransaction: ApplyTransaction {
                 body: ByteBuffer(bytes: LogEntryEncoder.substitute(write.plan.body, revision: revision)),
                 authorBody: ByteBuffer(bytes: LogEntryEncoder.substitute(write.plan.authorBody, revision: revision)))
         }
+    }
+
+    /// The head row, as `stamp`'s UPDATE would lock it.
+    func lockRevisions() async throws {
+        try await execute("SELECT head FROM revsync_head WHERE singleton FOR NO KEY UPDATE")
     }
 
     /// Each change set written on its own begins with its foreign keys deferred again, so its

@@ -11,6 +11,8 @@ struct PostgresChangeSetStore: ChangeSetStore {
     let schema: DatasetSchema
     /// A pause after each change set's revision stamp, before its COMMIT (tests widen the window with it).
     var delayAfterStamp: ApplyDelay? = nil
+    /// Counts the batches run again (`revsync_batch_retries_total`).
+    var metrics: ServerMetrics? = nil
 
     /// SQLSTATEs that mean "run the whole transaction again".
     private static let retryableStates: Set<String> = ["40001", "40P01"]
@@ -39,7 +41,9 @@ struct PostgresChangeSetStore: ChangeSetStore {
                     }
                 }
             } catch let error where attempt < 5 && error.sqlState.map(Self.retryableStates.contains) == true {
-                logger.debug("retrying change set after a deadlock", metadata: ["attempt": "\(attempt)"])
+                let reason = error.sqlState == "40P01" ? "deadlock" : "serialization_failure"
+                metrics?.recordBatchRetry(reason: reason)
+                logger.debug("running the batch again", metadata: ["reason": "\(reason)", "attempt": "\(attempt)"])
             } catch let error as PSQLError {
                 // A deferred foreign key checked at COMMIT: the batch rolled back, and the caller
                 // runs it again with a savepoint per change set.

@@ -107,11 +107,15 @@ package protocol ApplyTransaction: LedgerReading {
     func writeRecords(_ writes: [PlannedWrite]) async throws
     /// Checks the deferred foreign keys now (throws `ConflictReason`), for a change set written on its own.
     func checkConstraints() async throws
+    /// Takes the revision lock now, ahead of `stamp`. The isolated run writes its records
+    /// before it stamps them: a new unique value held while it waited for the lock would be a
+    /// deadlock with another instance's batch that holds the lock and writes the same value.
+    func lockRevisions() async throws
     /// Takes the next `writes.count` revisions, in order, and stamps them on the written
     /// records, the log entries and the seqs' outcomes; remembers the rejections' outcomes and
     /// moves each device's last seq. The revision lock is taken here, last, and held only
-    /// until COMMIT; without writes no revision is taken. It ends the transaction: storage
-    /// commits right after it, and nothing runs after it.
+    /// until COMMIT (unless `lockRevisions` took it); without writes no revision is taken. It
+    /// ends the transaction: storage commits right after it, and nothing runs after it.
     func stamp(_ writes: [PlannedWrite], rejections: [PlannedRejection], lastSeqs: [Int64: Int64]) async throws -> [CommittedEntry]
     /// `writeRecords` then `stamp`, as one step where storage can make it one (PostgreSQL: one
     /// statement, one round trip fewer a batch). It throws what either would.

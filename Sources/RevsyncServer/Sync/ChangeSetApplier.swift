@@ -209,6 +209,9 @@ struct ChangeSetApplier: Sendable {
         // The winners' records: each at its own savepoint once PostgreSQL refused them together;
         // otherwise together, with the stamp below.
         if isolated {
+            // Its writes come before its stamp: the revision lock first, so that no value it
+            // writes is held while it waits for the lock (`lockRevisions`).
+            if !winners.isEmpty { try await transaction.lockRevisions() }
             var kept: [(index: Int, write: PlannedWrite)] = []
             for winner in winners {
                 try await transaction.savepoint()

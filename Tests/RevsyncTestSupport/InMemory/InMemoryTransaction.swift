@@ -160,6 +160,9 @@ final class InMemoryTransaction: ApplyTransaction, RecordReading, Sendable {
     /// `writeRecords` already checked every reference.
     func checkConstraints() async throws {}
 
+    /// Transactions run one at a time (`InMemoryDataset`): nothing to lock.
+    func lockRevisions() async throws {}
+
     func savepoint() async throws {
         let copy = working.withLock { $0 }
         saved.withLock { $0.append(copy) }
