@@ -32,8 +32,26 @@ public enum ChangeSetCanonicalForm {
 
     /// The canonical bytes: sorted-key JSON of the change set with `permanentIds` substituted.
     public static func bytes(_ changeSet: ChangeSet, schema: DatasetSchema, permanentIds: [Int64: Int64]) -> [UInt8] {
+        form(changeSet, schema: schema, permanentIds: permanentIds).bytes
+    }
+
+    /// The canonical bytes when no mapping could change them (no temporary id outside
+    /// `create` that a map would be asked for), so that they can be made before the device's
+    /// mappings are read; nil otherwise.
+    public static func bytesWithoutMappings(_ changeSet: ChangeSet, schema: DatasetSchema) -> [UInt8]? {
+        let (bytes, asked) = form(changeSet, schema: schema, permanentIds: [:])
+        return asked ? nil : bytes
+    }
+
+    /// The bytes, and whether any id was looked up in `permanentIds` (found or not).
+    private static func form(_ changeSet: ChangeSet, schema: DatasetSchema, permanentIds: [Int64: Int64]) -> (bytes: [UInt8], asked: Bool) {
         let createdHere = Set(changeSet.entities.values.flatMap(\.create))
-        func mapped(_ id: Int64) -> Int64 { id < 0 && !createdHere.contains(id) ? (permanentIds[id] ?? id) : id }
+        var asked = false
+        func mapped(_ id: Int64) -> Int64 {
+            guard id < 0 && !createdHere.contains(id) else { return id }
+            asked = true
+            return permanentIds[id] ?? id
+        }
         var canonical = ChangeSet(types: changeSet.types)
         for name in changeSet.types {
             guard var changes = changeSet.entities[name] else { continue }
@@ -54,6 +72,6 @@ public enum ChangeSetCanonicalForm {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         // Encoding values of the wire types cannot fail; an empty form would only make every repeat look different.
-        return (try? Array(encoder.encode(canonical))) ?? []
+        return ((try? Array(encoder.encode(canonical))) ?? [], asked)
     }
 }

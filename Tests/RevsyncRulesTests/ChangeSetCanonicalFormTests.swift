@@ -46,6 +46,23 @@ import Testing
     @Test func seqIsNotPartOfTheIdentity() {
         #expect(bytes(sent(seq: 4)) == bytes(sent(seq: 9)))
     }
+
+    /// Made before the device's mappings are read: only when no mapping could change them.
+    @Test func bytesWithoutMappingsAreTheSameBytesOrNil() {
+        // Temporary ids only in creates (and references to them), permanent ids elsewhere.
+        let resolved = sent(noteId: 500, authorId: 800)
+        #expect(ChangeSetCanonicalForm.bytesWithoutMappings(resolved, schema: schema) == bytes(resolved))
+        #expect(ChangeSetCanonicalForm.bytesWithoutMappings(resolved, schema: schema) == ChangeSetCanonicalForm.bytes(resolved, schema: schema, permanentIds: [:]))
+        // A temporary id outside the creates: in an update, a reference, an attribute key, a delete.
+        #expect(ChangeSetCanonicalForm.bytesWithoutMappings(sent(noteId: -5, authorId: 800), schema: schema) == nil)
+        #expect(ChangeSetCanonicalForm.bytesWithoutMappings(sent(noteId: 500, authorId: -8), schema: schema) == nil)
+        var keyed = ChangeSet(seq: 1)
+        keyed["notes"] = EntityChanges(attributes: [-5: ["body": "attributes of a record it neither creates nor updates"]])
+        #expect(ChangeSetCanonicalForm.bytesWithoutMappings(keyed, schema: schema) == nil)
+        var deleting = ChangeSet(seq: 1)
+        deleting["notes"] = EntityChanges(delete: [-5])
+        #expect(ChangeSetCanonicalForm.bytesWithoutMappings(deleting, schema: schema) == nil)
+    }
 }
 
 @Suite struct OneNamePerRecordTests {

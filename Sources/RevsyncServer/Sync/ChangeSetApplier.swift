@@ -10,6 +10,9 @@ struct BatchItem: Sendable {
     /// Every temporary id the set uses or creates: one look-up serves the digest, the
     /// resolver and the reuse check of created ids.
     let temporaryIds: Set<Int64>
+    /// The seq digest, when it needs none of the device's mappings: made by the request's own
+    /// task, before the batch, instead of by the leader while it holds the batch's locks.
+    var digest: [UInt8]? = nil
     /// Which request it belongs to, within the batch.
     var job = 0
 }
@@ -49,7 +52,9 @@ struct ChangeSetApplier: Sendable {
             ids.formUnion(normalized.temporaryIdsToResolve.keys)
             ids.formUnion(normalized.creates.map(\.temporaryId))
         }
-        return BatchItem(changeSet: changeSet, device: device, validation: validation, temporaryIds: ids)
+        var item = BatchItem(changeSet: changeSet, device: device, validation: validation, temporaryIds: ids)
+        if changeSet.seq != nil { item.digest = SeqDigest.withoutMappings(changeSet, schema: schema) }
+        return item
     }
 
     /// Applies `items` (in queue order) in one transaction; one result per item.
@@ -113,7 +118,7 @@ struct ChangeSetApplier: Sendable {
             }
             if case .some(.some(let refusal)) = admitted[item.job] { stages.append(.result(.failed(refusal))); continue }
             let mapped = known[device] ?? [:]
-            let digest = SeqDigest.of(item.changeSet, known: mapped, schema: schema)
+            let digest = item.digest ?? SeqDigest.of(item.changeSet, known: mapped, schema: schema)
             if let seq = item.changeSet.seq {
                 let admission: SeqRules.Admission
                 do {
@@ -332,5 +337,10 @@ struct ChangeSetApplier: Sendable {
 enum SeqDigest {
     static func of(_ changeSet: ChangeSet, known: [Int64: TemporaryIdMapping], schema: DatasetSchema) -> [UInt8] {
         Array(SHA256.hash(data: ChangeSetCanonicalForm.bytes(changeSet, schema: schema, permanentIds: known.mapValues(\.id))))
+    }
+
+    /// The same digest, when no mapping could change it (`ChangeSetCanonicalForm.bytesWithoutMappings`).
+    static func withoutMappings(_ changeSet: ChangeSet, schema: DatasetSchema) -> [UInt8]? {
+        ChangeSetCanonicalForm.bytesWithoutMappings(changeSet, schema: schema).map { Array(SHA256.hash(data: $0)) }
     }
 }
