@@ -221,9 +221,10 @@ let package = Package(
             path: "Simulator/Tests/RevsyncLinkTests",
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "RevsyncWireTests", dependencies: ["RevsyncWire"], swiftSettings: swiftSettings),
-        .testTarget(name: "RevsyncRulesTests", dependencies: ["RevsyncRules"], swiftSettings: swiftSettings),
-        .testTarget(name: "RevsyncGzipTests", dependencies: ["RevsyncGzip"], swiftSettings: swiftSettings),
+        // RevsyncLink for its seeded generator (`SplitMix64`), so that random cases reproduce.
+        .testTarget(name: "RevsyncWireTests", dependencies: ["RevsyncWire", "RevsyncLink"], swiftSettings: swiftSettings),
+        .testTarget(name: "RevsyncRulesTests", dependencies: ["RevsyncRules", "RevsyncLink"], swiftSettings: swiftSettings),
+        .testTarget(name: "RevsyncGzipTests", dependencies: ["RevsyncGzip", "RevsyncLink"], swiftSettings: swiftSettings),
         .testTarget(
             name: "RevsyncSnapshotFileTests",
             dependencies: ["RevsyncSnapshotFile", "RevsyncWire", .product(name: "GRDB", package: "GRDB.swift")],

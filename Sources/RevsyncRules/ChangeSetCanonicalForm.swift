@@ -69,6 +69,7 @@ public enum ChangeSetCanonicalForm {
             changes.attributes = attributes
             canonical.entities[name] = changes
         }
+        if let bytes = CanonicalFormWriter.bytes(canonical) { return (bytes, asked) }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         // Encoding values of the wire types cannot fail; an empty form would only make every repeat look different.

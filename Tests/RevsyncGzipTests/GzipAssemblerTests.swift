@@ -1,11 +1,12 @@
 import NIOCore
 import RevsyncGzip
+import RevsyncLink
 import Testing
 
 @Suite struct GzipAssemblerTests {
     /// Change-set-like JSON of varying size, some of it incompressible.
     static func piece(_ index: Int, size: Int) -> ByteBuffer {
-        var generator = SplitMix(seed: UInt64(index))
+        var generator = SplitMix64(seed: UInt64(index))
         let noise = (0..<size / 3).map { _ in Character(UnicodeScalar(UInt8(33 + generator.next() % 90))) }
         return ByteBuffer(string: #"{"revision":\#(index),"notes":{"update":[\#(index)],"body":""# + String(noise) + String(repeating: "ab", count: size / 3) + "\"}}")
     }
@@ -87,7 +88,7 @@ import Testing
 
     /// Bytes no compressor can shrink: zlib stores them.
     static func noise(_ count: Int, seed: UInt64) -> ByteBuffer {
-        var generator = SplitMix(seed: seed)
+        var generator = SplitMix64(seed: seed)
         return ByteBuffer(bytes: (0..<count).map { _ in UInt8(truncatingIfNeeded: generator.next()) })
     }
 
@@ -181,18 +182,5 @@ import Testing
         var assembler = GzipAssembler(capacity: 512)
         assembler.write(DeflateFragment(deflated: good.deflated, crc: good.crc ^ 1, length: good.length))
         #expect(throws: Gzip.Failure.corrupt) { try Gzip.inflate(assembler.finish(), maxSize: 1 << 20) }
-    }
-}
-
-/// A small deterministic generator, so that failures reproduce.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import RevsyncLink
 import Testing
 
 @testable import RevsyncWire
@@ -91,7 +92,7 @@ import Testing
     /// and read as the decoder reads it. Then each is damaged at random: whatever the reader
     /// still reads, the decoder reads the same.
     @Test func agreesWithTheDecoderOnRandomBodies() {
-        var random = SplitMix(seed: 20_261_125)
+        var random = SplitMix64(seed: 20_261_125)
         var damagedRead = 0
         for _ in 0..<3_000 {
             let json = RandomBody.request(&random)
@@ -117,22 +118,9 @@ import Testing
     }
 }
 
-/// A small seeded generator, so that a failure can be run again.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Writes random sync requests within the reader's shape, in JSON written by hand.
 enum RandomBody {
-    static func request(_ random: inout SplitMix) -> [UInt8] {
+    static func request(_ random: inout SplitMix64) -> [UInt8] {
         var members = [("maxRevision", integer(&random)), ("changeSets", array((0..<Int.random(in: 0...3, using: &random)).map { _ in changeSet(&random) }, &random))]
         switch Int.random(in: 0...3, using: &random) {
         case 0: members.append(("wait", "null"))
@@ -143,7 +131,7 @@ enum RandomBody {
         return Array((space(&random) + object(members, &random) + space(&random)).utf8)
     }
 
-    static func changeSet(_ random: inout SplitMix) -> String {
+    static func changeSet(_ random: inout SplitMix64) -> String {
         var members: [(String, String)] = []
         if Bool.random(using: &random) { members.append(("seq", Bool.random(using: &random) ? integer(&random) : "null")) }
         let names = Array(Set((0..<Int.random(in: 0...2, using: &random)).map { _ in name(&random) })).sorted()
@@ -152,7 +140,7 @@ enum RandomBody {
         return object(members.shuffled(using: &random), &random)
     }
 
-    static func entityChanges(_ random: inout SplitMix) -> String {
+    static func entityChanges(_ random: inout SplitMix64) -> String {
         var members: [(String, String)] = []
         for key in ["create", "update", "delete"] where Bool.random(using: &random) {
             members.append((key, Int.random(in: 0...5, using: &random) == 0 ? "null" : array((0..<Int.random(in: 0...3, using: &random)).map { _ in integer(&random) }, &random)))
@@ -168,7 +156,7 @@ enum RandomBody {
         return object(members.shuffled(using: &random), &random)
     }
 
-    static func scalar(_ random: inout SplitMix) -> String {
+    static func scalar(_ random: inout SplitMix64) -> String {
         switch Int.random(in: 0...4, using: &random) {
         case 0: "null"
         case 1: Bool.random(using: &random) ? "true" : "false"
@@ -177,7 +165,7 @@ enum RandomBody {
         }
     }
 
-    static func integer(_ random: inout SplitMix) -> String {
+    static func integer(_ random: inout SplitMix64) -> String {
         switch Int.random(in: 0...3, using: &random) {
         case 0: String(Int64.random(in: Int64.min...Int64.max, using: &random))
         case 1: String([Int64.min, Int64.max, 0, -1][Int.random(in: 0...3, using: &random)])
@@ -185,17 +173,17 @@ enum RandomBody {
         }
     }
 
-    static func name(_ random: inout SplitMix) -> String {
+    static func name(_ random: inout SplitMix64) -> String {
         ["notes", "players", "a", "t\u{e9}", "x_y", "Z9"][Int.random(in: 0...5, using: &random)]
     }
 
-    static func text(_ random: inout SplitMix) -> String {
+    static func text(_ random: inout SplitMix64) -> String {
         let pieces = ["a", "b c", "\"", "\\", "/", "\n", "\t", "\u{1}", "\u{e9}", "\u{20ac}", "\u{1F600}", "0", " "]
         return (0..<Int.random(in: 0...6, using: &random)).map { _ in pieces[Int.random(in: 0..<pieces.count, using: &random)] }.joined()
     }
 
     /// A JSON string, each character written plainly or as an escape, at random.
-    static func quoted(_ value: String, _ random: inout SplitMix) -> String {
+    static func quoted(_ value: String, _ random: inout SplitMix64) -> String {
         var out = "\""
         for scalar in value.unicodeScalars {
             let escapeAnyway = Int.random(in: 0...4, using: &random) == 0
@@ -213,19 +201,19 @@ enum RandomBody {
         return out + "\""
     }
 
-    static func object(_ members: [(String, String)], _ random: inout SplitMix) -> String {
+    static func object(_ members: [(String, String)], _ random: inout SplitMix64) -> String {
         "{" + space(&random) + members.map { quoted($0.0, &random) + space(&random) + ":" + space(&random) + $0.1 }.joined(separator: space(&random) + "," + space(&random)) + space(&random) + "}"
     }
 
-    static func array(_ elements: [String], _ random: inout SplitMix) -> String {
+    static func array(_ elements: [String], _ random: inout SplitMix64) -> String {
         "[" + space(&random) + elements.joined(separator: space(&random) + "," + space(&random)) + space(&random) + "]"
     }
 
-    static func space(_ random: inout SplitMix) -> String {
+    static func space(_ random: inout SplitMix64) -> String {
         ["", "", "", " ", "\n", "\t ", "\r\n"][Int.random(in: 0...6, using: &random)]
     }
 
-    static func punctuation(_ random: inout SplitMix) -> UInt8 {
+    static func punctuation(_ random: inout SplitMix64) -> UInt8 {
         let bytes = Array(#"{}[]:,"\ 0159-.eEtfnul"#.utf8)
         return bytes[Int.random(in: 0..<bytes.count, using: &random)]
     }
