@@ -83,14 +83,16 @@ import Testing
     @Test func gzipBombIs413WithoutInflatingIt() async throws {
         try await withTestServer(configure: { $0.limits.maxInflatedBytes = 1024 * 1024 }) { harness in
             let device = try await harness.register()
-            // 1 GiB of zeros compresses to about 1 MiB; the server must stop at its 1 MiB inflate limit.
+            // 64 MiB of zeros compress to about 64 KiB; the server must stop at its 1 MiB inflate
+            // limit. Inflated whole, the zeros would be refused as invalid JSON (400), not 413.
+            // (A bound on the time taken was dropped: inflating 64 MiB takes well under it, so it
+            // could not see that regression, and it failed when the suite's start held the CPU.
+            // `GzipTests` checks the limit itself.)
             var zeros = ByteBuffer(repeating: 0, count: 64 * 1024 * 1024)
             let bomb = try zeros.compress(with: .gzip)
-            let started = ContinuousClock.now
             try await expectError(
                 harness, try await harness.raw("/sync", token: device.token, body: bomb, headers: [.contentEncoding: "gzip"]),
                 status: .contentTooLarge, code: "too_large")
-            #expect(ContinuousClock.now - started < .seconds(5))
         }
     }
 
