@@ -116,7 +116,10 @@ let package = Package(
         // Free loopback ports and a service run beside a body: shared by the CLI, the bench, the simulator and the tests.
         .target(
             name: "RevsyncHarness",
-            dependencies: [.product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
+            dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: swiftSettings
         ),
         .executableTarget(

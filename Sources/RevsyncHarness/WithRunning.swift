@@ -1,16 +1,34 @@
+import Logging
 import ServiceLifecycle
 
 /// Runs `body` while `service` (a `PostgresClient`, an application, …) runs beside it in a
-/// child task, and cancels the service when `body` returns or throws.
+/// child task, and shuts the service down gracefully when `body` returns or throws: the
+/// service is cancelled only if it is still running `gracePeriod` later.
+///
+/// Gracefully, not by cancelling, because a cancelled Hummingbird server can drop a connection
+/// it has accepted but not yet served, and SwiftNIO traps on that ("Deinited NIOAsyncWriter
+/// without calling finish()", apple/swift-nio#3481); it took down a whole test run in CI.
+/// A graceful shutdown serves or closes every accepted connection first.
 ///
 /// An error the service throws is not reported: `body` sees its effects (e.g. a server that
 /// never listens) and fails on its own.
 public nonisolated(nonsending) func withRunning<Result>(
-    _ service: some Service, _ body: () async throws -> Result
+    _ service: some Service,
+    gracePeriod: Duration = .seconds(10),
+    _ body: () async throws -> Result
 ) async throws -> Result {
-    try await withThrowingTaskGroup(of: Void.self) { group in
-        group.addTask { try await service.run() }
-        defer { group.cancelAll() }
-        return try await body()
+    var configuration = ServiceGroupConfiguration(
+        services: [.init(service: service)],
+        logger: Logger(label: "revsync.harness.with-running", factory: { _ in SwiftLogNoOpLogHandler() })
+    )
+    configuration.maximumGracefulShutdownDuration = gracePeriod
+    let group = ServiceGroup(configuration: configuration)
+    return try await withThrowingTaskGroup(of: Void.self) { tasks in
+        tasks.addTask { try? await group.run() }
+        let result: Swift.Result<Result, any Error>
+        do { result = .success(try await body()) } catch { result = .failure(error) }
+        await group.triggerGracefulShutdown()
+        try? await tasks.waitForAll()
+        return try result.get()
     }
 }
