@@ -139,8 +139,14 @@ public struct Server: Sendable {
     }
 
     /// The application: the router, and the services that run with it. It migrates before it listens.
-    /// - Parameter migrate: run migrations before listening (tests of an unreachable database turn it off).
-    public func buildApplication(migrate: Bool = true) -> some ApplicationProtocol {
+    /// - Parameters:
+    ///   - migrate: run migrations before listening (tests of an unreachable database turn it off).
+    ///   - onListening: called with the port the server listens on once it does; with port 0
+    ///     in the settings the kernel picks it, which is how the tests run servers side by side
+    ///     without two of them ever taking one port.
+    public func buildApplication(
+        migrate: Bool = true, onListening: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) -> some ApplicationProtocol {
         let cache = self.cache
         var services: [any Service] = [
             postgres, pruner, DeviceChangeWatcher(devices: devices, feed: cache, logger: logger),
@@ -157,6 +163,9 @@ public struct Server: Sendable {
             server: GuardedHTTP1Channel.builder(limits: settings.connections, count: BoundedCount()),
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "revsync"),
             services: services,
+            onServerRunning: { channel in
+                if let port = channel.localAddress?.port { await onListening(port) }
+            },
             logger: logger)
         let migrator = self.migrator, logger = self.logger
         app.beforeServerStarts {

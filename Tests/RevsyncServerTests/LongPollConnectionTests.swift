@@ -1,7 +1,6 @@
 import Foundation
 import Logging
 import NIOCore
-import RevsyncHarness
 import RevsyncTestSupport
 import RevsyncWire
 import ServiceLifecycle
@@ -168,23 +167,23 @@ import Testing
     }
 
     @Test func shutdownAnswersEveryWaiterAtOnce() async throws {
-        let url = try await TestDatabase.create()
+        let url = try await TestDatabase.createMigrated()
         defer { Task { await TestDatabase.drop(url) } }
-        let port = try FreePort.kernelChosenPort()
         var settings = ServerSettings()
         settings.databaseURL = url
         settings.schemaPath = defaultSchemaPath
-        settings.port = port
+        settings.port = 0
         settings.databaseConnections = 4
         settings.databaseTimeout = .seconds(30)
         settings.redisURL = ProcessInfo.processInfo.environment["REVSYNC_TEST_REDIS_URL"] ?? "redis://127.0.0.1:63799"
         var logger = Logger(label: "revsync.tests.shutdown")
         logger.logLevel = .warning
         let server = try Server(settings: settings, logger: logger)
-        let group = ServiceGroup(services: [server.buildApplication()], logger: logger)
+        let listening = ListeningPort()
+        let group = ServiceGroup(services: [server.buildApplication(onListening: { listening.set($0) })], logger: logger)
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
-            try await LongPollTests.eventually("the server listening") { (try? RawConnection(port: port)) != nil }
+            let port = try await listening.wait()
             let (_, token) = try await server.devices.register(name: "waiting", user: "waiting", role: "viewer")
             let connections = try (0..<3).map { _ in try RawConnection(port: port) }
             for connection in connections { connection.send(Self.request(token: token, wait: 60)) }

@@ -3,10 +3,7 @@ import Hummingbird
 import Logging
 import RevsyncHarness
 import RevsyncServer
-
-#if canImport(Glibc)
-import Glibc
-#endif
+import Synchronization
 
 /// The repository's default schema, found from this file's path.
 public let defaultSchemaPath = URL(fileURLWithPath: #filePath)
@@ -27,13 +24,15 @@ public func withLiveServer<T: Sendable>(
     configure: (inout ServerSettings) -> Void = { _ in },
     _ body: @Sendable (LiveServer) async throws -> T
 ) async throws -> T {
-    let url = try await TestDatabase.create()
-    let port = try FreePort.kernelChosenPort()
+    let url = try await TestDatabase.createMigrated()
     var settings = ServerSettings()
     settings.databaseURL = url
     settings.schemaPath = defaultSchemaPath
     settings.adminToken = "live-admin-token"
-    settings.port = port
+    // The kernel picks the port as the server binds it: a port picked before and bound later
+    // could be taken meanwhile (by another test's server, or as some connection's source
+    // port), and the test would then talk to whatever held it.
+    settings.port = 0
     settings.databaseConnections = 6
     // Every suite runs at once on two cores: PostgreSQL may take longer than production allows.
     settings.databaseTimeout = .seconds(30)
@@ -43,12 +42,13 @@ public func withLiveServer<T: Sendable>(
     logger.logLevel = .warning
     do {
         let server = try Server(settings: settings, logger: logger)
-        let app = server.buildApplication()
-        let live = LiveServer(
-            baseURL: URL(string: "http://127.0.0.1:\(port)")!, adminToken: settings.adminToken ?? "", server: server)
+        let listening = ListeningPort()
+        let app = server.buildApplication(onListening: { listening.set($0) })
+        let adminToken = settings.adminToken ?? ""
         let result = try await withRunning(app) {
-            try await waitUntilListening(port: port)
-            return try await body(live)
+            let port = try await listening.wait()
+            return try await body(
+                LiveServer(baseURL: URL(string: "http://127.0.0.1:\(port)")!, adminToken: adminToken, server: server))
         }
         await TestDatabase.drop(url)
         return result
@@ -58,25 +58,21 @@ public func withLiveServer<T: Sendable>(
     }
 }
 
-/// Waits until something accepts TCP connections on the loopback port (the server
-/// listens only after its migrations ran).
-func waitUntilListening(port: Int) async throws {
-    // Migrations run first, and every suite runs at once on two cores: allow a minute.
-    let deadline = ContinuousClock.now + .seconds(60)
-    while ContinuousClock.now < deadline {
-        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
+/// The port a server started on port 0 listens on, once it does.
+public final class ListeningPort: Sendable {
+    private let port = Mutex<Int?>(nil)
+
+    public init() {}
+
+    public func set(_ value: Int) { port.withLock { $0 = value } }
+
+    /// Waits for the port. Migrations run first, and every suite runs at once on two cores: allow a minute.
+    public func wait() async throws -> Int {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
+            if let value = port.withLock({ $0 }) { return value }
+            try await Task.sleep(for: .milliseconds(10))
         }
-        close(socketFD)
-        if connected { return }
-        try await Task.sleep(for: .milliseconds(50))
+        throw TestSetupError("the server did not start listening within 60 s")
     }
-    throw TestSetupError("the server on port \(port) did not start listening within 60 s")
 }

@@ -1,6 +1,8 @@
 import Foundation
 import Logging
 import PostgresNIO
+import RevsyncHarness
+import RevsyncServer
 
 /// A throwaway database per test, on the PostgreSQL that `Scripts/stack start` runs.
 public enum TestDatabase {
@@ -25,14 +27,59 @@ public enum TestDatabase {
 
     /// Creates an empty database and returns its URL.
     public static func create() async throws -> String {
+        try await create(template: nil)
+    }
+
+    /// Creates a database already migrated to the repository's default schema, with an instance
+    /// id of its own, and returns its URL. It is a copy of one database per test process,
+    /// migrated once: migrating a database for each of some 400 tests was a third of
+    /// PostgreSQL's work while the suite ran (the DDL of its tables and indexes), and the
+    /// suite's first 30 s held every core, long enough to fail tests that time themselves.
+    public static func createMigrated() async throws -> String {
+        let url = try await create(template: try await migratedTemplate.value)
+        // The copy holds the template's instance uuid. Its cache keys would differ anyway (they
+        // also carry the database's oid), but every database the tests make is a new one, and
+        // should look like it.
+        try await withConnection(to: url) { _ = try await column("UPDATE revsync_head SET instance = gen_random_uuid()", on: $0) }
+        return url
+    }
+
+    /// The migrated database `createMigrated` copies. Named like every test database, so that
+    /// the sweep of a later run drops it.
+    private static let migratedTemplate = Task<String, any Error> {
+        let url = try await create(template: nil)
+        var settings = ServerSettings()
+        settings.databaseURL = url
+        settings.schemaPath = defaultSchemaPath
+        settings.databaseConnections = 1
+        settings.databaseTimeout = .seconds(60)
+        let server = try Server(settings: settings, logger: logger)
+        // Shut down gracefully: its connection is closed before the first copy, which
+        // PostgreSQL refuses while anyone is connected to the template.
+        _ = try await withRunning(server.postgres) { try await server.migrator.migrate() }
+        return String(try databaseName(url))
+    }
+
+    private static func create(template: String?) async throws -> String {
         _ = sweep
         let random = UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
         let name = prefix + "\(Int(Date().timeIntervalSince1970))_" + random
-        try await onServer("CREATE DATABASE \(name)")
+        try await onServer("CREATE DATABASE \(name)" + (template.map { " TEMPLATE \($0)" } ?? ""))
+        return try url(of: name)
+    }
+
+    private static func url(of name: String) throws -> String {
         var components = URLComponents(string: serverURL)
         components?.path = "/" + name
         guard let url = components?.string else { throw TestSetupError("cannot build a URL from \(serverURL)") }
         return url
+    }
+
+    private static func databaseName(_ url: String) throws -> Substring {
+        guard let name = URLComponents(string: url)?.path.dropFirst(), !name.isEmpty else {
+            throw TestSetupError("no database name in \(url)")
+        }
+        return name
     }
 
     public static func drop(_ url: String) async {
@@ -51,7 +98,7 @@ public enum TestDatabase {
 
     /// On one connection: a sweep may have hundreds to drop.
     private static func dropLeftovers() async {
-        try? await withServerConnection { connection in
+        try? await withConnection(to: serverURL) { connection in
             let names = try await column("SELECT datname FROM pg_database WHERE datname LIKE 'revsync\\_test\\_%'", on: connection)
             let now = Date()
             for name in names where isLeftover(name, now: now) {
@@ -62,7 +109,7 @@ public enum TestDatabase {
 
     /// Runs `sql` on the server's own database, on a connection of its own.
     private static func onServer(_ sql: String) async throws {
-        try await withServerConnection { _ = try await column(sql, on: $0) }
+        try await withConnection(to: serverURL) { _ = try await column(sql, on: $0) }
     }
 
     /// The first column of each row `sql` returns, as text.
@@ -74,10 +121,10 @@ public enum TestDatabase {
         return column
     }
 
-    /// Runs `body` with a connection to the server's own database, closed before this returns.
-    private static func withServerConnection(_ body: (PostgresConnection) async throws -> Void) async throws {
-        guard let components = URLComponents(string: serverURL), let host = components.host else {
-            throw TestSetupError("REVSYNC_TEST_DATABASE_URL is not a postgres:// URL: \(serverURL)")
+    /// Runs `body` with a connection to the database at `url`, closed before this returns.
+    private static func withConnection(to url: String, _ body: (PostgresConnection) async throws -> Void) async throws {
+        guard let components = URLComponents(string: url), let host = components.host else {
+            throw TestSetupError("not a postgres:// URL: \(url) (REVSYNC_TEST_DATABASE_URL)")
         }
         let configuration = PostgresConnection.Configuration(
             host: host, port: components.port ?? 5432, username: components.user ?? "postgres",

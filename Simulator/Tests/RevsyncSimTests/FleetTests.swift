@@ -89,7 +89,7 @@ private func withFleet(
             "no `revsync` executable next to the test runner (\(CommandLine.arguments.first ?? "?")); build it with `swift build --build-tests`")
     }
     let runDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("revsync-fleet-\(UUID().uuidString)").path
-    let databaseURL = try await TestDatabase.create()
+    let databaseURL = try await TestDatabase.createMigrated()
     let configuration = ServerFleetConfiguration(
         executable: executable, ports: try ports ?? FreePort.loopback(count: instances), databaseURL: databaseURL,
         redisURL: ProcessInfo.processInfo.environment["REVSYNC_TEST_REDIS_URL"] ?? "redis://127.0.0.1:63799",

@@ -7,6 +7,7 @@ import NIOCore
 import PostgresNIO
 import RevsyncGzip
 import RevsyncWire
+import Synchronization
 @testable import RevsyncServer
 
 let adminToken = "test-admin-token"
@@ -17,7 +18,7 @@ func withTestServer<T: Sendable>(
     applyDelay: ApplyDelay? = nil,
     _ body: @Sendable (TestHarness) async throws -> T
 ) async throws -> T {
-    let url = try await TestDatabase.create()
+    let url = try await TestDatabase.createMigrated()
     var settings = ServerSettings()
     settings.databaseURL = url
     settings.schemaPath = defaultSchemaPath
@@ -109,6 +110,30 @@ struct TestHarness: Sendable {
         return try await server.postgres.withConnection { try await $0.query(query, logger: logger).collect() }
     }
 
+    /// Opens `count` of the server's pooled connections at once and hands them back idle. A
+    /// test with a one-second database timeout calls it first: while the whole suite runs,
+    /// PostgreSQL can take longer than that to start a backend, and the request would be
+    /// answered 503 for want of a connection instead of for what the test is about.
+    func warmPool(_ count: Int) async throws {
+        let leased = LeaseCount()
+        let server = self.server, deadline = ContinuousClock.now + .seconds(60)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<count {
+                group.addTask {
+                    try await server.postgres.withConnection { _ in
+                        leased.value.add(1, ordering: .sequentiallyConsistent)
+                        // Held until every lease is out, so that each is a connection of its own.
+                        while leased.value.load(ordering: .sequentiallyConsistent) < count {
+                            guard ContinuousClock.now < deadline else { throw TestSetupError("the pool did not open \(count) connections within 60 s") }
+                            try await Task.sleep(for: .milliseconds(5))
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
     func head() async throws -> Int64 {
         try await rows("SELECT head FROM revsync_head").first?.decode(Int64.self) ?? -1
     }
@@ -129,4 +154,9 @@ extension SyncResponse {
     /// The change sets that committed (not corrective).
     var committed: [ChangeSet] { changeSets.filter { $0.conflict == false } }
     var corrective: [ChangeSet] { changeSets.filter { $0.conflict == true } }
+}
+
+/// How many of `warmPool`'s leases are out.
+private final class LeaseCount: Sendable {
+    let value = Atomic<Int>(0)
 }
