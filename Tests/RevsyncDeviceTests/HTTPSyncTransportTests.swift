@@ -137,16 +137,18 @@ struct HTTPSyncTransportTests {
     @Test(.timeLimit(.minutes(1)))
     func aLongPollGetsItsWaitOnTopOfTheTimeoutAndStaysBelowTheReadTimeout() async throws {
         let empty = try json(SyncResponse(maxRevision: 3, changeSets: []))
-        // Far above the 500 ms request timeout, so that a loaded machine still tells them apart.
+        // Seconds away from each deadline on either side, so that a loaded machine still tells
+        // them apart (in the suite's first seconds, 500 ms of slack was not enough): the held
+        // request's deadline is 7 s + 2 s, the plain one's 2 s.
         let server = try MiniHTTPServer { _ in
-            Thread.sleep(forTimeInterval: 3)
+            Thread.sleep(forTimeInterval: 6)
             return .init(status: 200, body: empty)
         }
         defer { server.stop() }
         let exchanges = Mutex<[HTTPExchange]>([])
         var configuration = HTTPSyncTransport.Configuration(baseURL: server.baseURL)
-        configuration.requestTimeout = .milliseconds(500)
-        configuration.readTimeout = .seconds(8)
+        configuration.requestTimeout = .seconds(2)
+        configuration.readTimeout = .seconds(12)
         configuration.observer = { exchange in exchanges.withLock { $0.append(exchange) } }
         let (held, plain) = try await withTransport(configuration) { transport in
             let held = try await transport.sync(SyncRequest(maxRevision: 3, wait: 25), token: "t")
@@ -163,8 +165,8 @@ struct HTTPSyncTransportTests {
             return
         }
         let sent = try JSONDecoder().decode(SyncRequest.self, from: Data(try #require(server.requests.first).body))
-        #expect(sent.wait == 3, "25 s asked, 8 s read timeout less the 5 s margin")
-        #expect(exchanges.withLock { $0.map(\.wait) } == [3, nil])
+        #expect(sent.wait == 7, "25 s asked, 12 s read timeout less the 5 s margin")
+        #expect(exchanges.withLock { $0.map(\.wait) } == [7, nil])
     }
 
     @Test(.timeLimit(.minutes(1)))

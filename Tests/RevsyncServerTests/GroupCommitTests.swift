@@ -84,7 +84,7 @@ import Testing
         // the server could cut it short, and its COMMIT would still go through.
         let pause: ApplyDelay = { try? await Task.sleep(for: .milliseconds(1500)) }
         try await withTestServer(configure: { $0.databaseTimeout = .seconds(1) }, applyDelay: pause) { harness in
-            try await harness.warmPool(6)
+            try await harness.warmPool(4)
             let writer = try await harness.register("member", name: "writer")
             let set = changeSet(seq: 1, ("notes", EntityChanges(create: [-1], attributes: [-1: ["body": "slow", "pinned": false]])))
             let response = try await harness.sync(writer, from: 0, [set])
@@ -95,7 +95,7 @@ import Testing
 
     @Test func aLockWaitLongerThanTheTimeoutIsCancelledByPostgresAndCommitsNothing() async throws {
         try await withTestServer(configure: { $0.databaseTimeout = .seconds(1) }) { harness in
-            try await harness.warmPool(6)
+            try await harness.warmPool(4)
             let admin = try await harness.register("admin", name: "admin")
             let basics = try await harness.seedBasics(admin)
             let rename = changeSet(seq: 2, ("teams", EntityChanges(update: [basics.team], attributes: [basics.team: ["revision": .integer(basics.revision), "name": "Owls"]])))

@@ -149,7 +149,8 @@ struct FaultyLinkFaultTests {
             try await withLink(Self.always(.stall, stall: .seconds(60)), serverPort: serverPort) { link in
                 let started = ContinuousClock.now
                 try await withClient { client in
-                    // The test client's read timeout is also 2 s: whichever of the two fires first.
+                    // The request's 2 s deadline fires before the client's read timeout (20 s);
+                    // either is a client timeout.
                     let error = await #expect(throws: HTTPClientError.self) {
                         try await echo(client, port: link.port, "slow", timeout: .seconds(2))
                     }

@@ -2,11 +2,15 @@ import AsyncHTTPClient
 import NIOCore
 import RevsyncLink
 
-/// A device stand-in: AsyncHTTPClient with short timeouts, always shut down.
+/// A device stand-in: AsyncHTTPClient, always shut down. Its timeouts only stop a request
+/// that hangs: every suite runs at once on two cores, and in the suite's first seconds a
+/// request through a link with 150 ms of latency each way took longer than the 2 s read
+/// timeout these once had, which failed tests about something else. A test about a
+/// timeout passes its own deadline.
 @discardableResult
 func withClient<T: Sendable>(_ body: @Sendable (HTTPClient) async throws -> T) async throws -> T {
     var configuration = HTTPClient.Configuration()
-    configuration.timeout = .init(connect: .seconds(1), read: .seconds(2))
+    configuration.timeout = .init(connect: .seconds(10), read: .seconds(20))
     let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     do {
         let result = try await body(client)
@@ -20,7 +24,7 @@ func withClient<T: Sendable>(_ body: @Sendable (HTTPClient) async throws -> T) a
 
 /// POSTs `text` to `/echo` through the link and returns the answer's body, or
 /// throws whatever the client saw.
-func echo(_ client: HTTPClient, port: Int, _ text: String, timeout: TimeAmount = .seconds(2)) async throws -> String {
+func echo(_ client: HTTPClient, port: Int, _ text: String, timeout: TimeAmount = .seconds(20)) async throws -> String {
     var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/echo")
     request.method = .POST
     request.body = .bytes(ByteBuffer(string: text))
@@ -34,7 +38,7 @@ func echo(_ client: HTTPClient, port: Int, _ text: String, timeout: TimeAmount =
 /// long-poll), with a client whose read timeout is above that.
 func held(_ port: Int, _ text: String, milliseconds: Int, timeout: TimeAmount = .seconds(30)) async throws -> String {
     var configuration = HTTPClient.Configuration()
-    configuration.timeout = .init(connect: .seconds(1), read: timeout)
+    configuration.timeout = .init(connect: .seconds(10), read: timeout)
     let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     do {
         var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/hold?ms=\(milliseconds)")

@@ -114,23 +114,34 @@ struct TestHarness: Sendable {
     /// test with a one-second database timeout calls it first: while the whole suite runs,
     /// PostgreSQL can take longer than that to start a backend, and the request would be
     /// answered 503 for want of a connection instead of for what the test is about.
+    ///
+    /// Fewer than the pool's size, and at most 20 s: a service may hold a connection for long,
+    /// and PostgreSQL may turn new ones away for a while when the suite has them all. It is a
+    /// warm-up, not a check: what it could not open, the test opens as it goes.
     func warmPool(_ count: Int) async throws {
         let leased = LeaseCount()
-        let server = self.server, deadline = ContinuousClock.now + .seconds(60)
+        let server = self.server, deadline = ContinuousClock.now + .seconds(20)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<count {
                 group.addTask {
-                    try await server.postgres.withConnection { _ in
+                    try? await server.postgres.withConnection { _ in
                         leased.value.add(1, ordering: .sequentiallyConsistent)
                         // Held until every lease is out, so that each is a connection of its own.
-                        while leased.value.load(ordering: .sequentiallyConsistent) < count {
-                            guard ContinuousClock.now < deadline else { throw TestSetupError("the pool did not open \(count) connections within 60 s") }
+                        while leased.value.load(ordering: .sequentiallyConsistent) < count, ContinuousClock.now < deadline {
                             try await Task.sleep(for: .milliseconds(5))
                         }
                     }
                 }
             }
-            try await group.waitForAll()
+            // Ends the group (its error cancels the rest): the leases still waiting for a
+            // connection at the deadline are given up.
+            group.addTask {
+                while leased.value.load(ordering: .sequentiallyConsistent) < count, ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(50))
+                }
+                throw WarmUpOver()
+            }
+            do { try await group.waitForAll() } catch is WarmUpOver {}
         }
     }
 
@@ -155,6 +166,8 @@ extension SyncResponse {
     var committed: [ChangeSet] { changeSets.filter { $0.conflict == false } }
     var corrective: [ChangeSet] { changeSets.filter { $0.conflict == true } }
 }
+
+private struct WarmUpOver: Error {}
 
 /// How many of `warmPool`'s leases are out.
 private final class LeaseCount: Sendable {
