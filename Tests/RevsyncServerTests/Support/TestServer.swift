@@ -145,6 +145,30 @@ struct TestHarness: Sendable {
         }
     }
 
+    /// Runs `body` again (up to ten tries) while its request was answered 503 because no
+    /// connection became free within the server's database timeout, before it did anything.
+    /// With a one-second timeout and every suite on two cores that happens now and then; a
+    /// test about timeouts must not take it for the one it checks. `refused` says whether a
+    /// result that did not throw was such an answer.
+    func againWhileNoConnectionFree<T: Sendable>(
+        refused: (T) -> Bool = { _ in false }, _ body: () async throws -> T
+    ) async throws -> T {
+        let phrase = "no PostgreSQL connection became free"
+        for _ in 1..<10 {
+            do {
+                let result = try await body()
+                if !refused(result) { return result }
+            } catch where "\(error)".contains(phrase) {}
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        return try await body()
+    }
+
+    /// Whether a raw answer is a 503 for want of a free connection (`againWhileNoConnectionFree`).
+    static func noConnectionFree(_ answer: (HTTPResponse.Status, ByteBuffer)) -> Bool {
+        answer.0 == .serviceUnavailable && String(buffer: answer.1).contains("no PostgreSQL connection became free")
+    }
+
     func head() async throws -> Int64 {
         try await rows("SELECT head FROM revsync_head").first?.decode(Int64.self) ?? -1
     }
