@@ -10,45 +10,56 @@ import Testing
 
 /// This instance's own copy of its latest commits' cache values (`RecentValues`).
 @Suite struct RecentValuesTests {
-    static func set(_ key: String, _ value: String) -> CacheValue {
-        CacheValue(key: key, value: ByteBuffer(string: value))
+    static func set(_ revision: Int64, _ value: String) -> CacheValue {
+        CacheValue(slot: .entry(revision), value: ByteBuffer(string: value))
     }
 
     @Test func holdsTheSetValuesOfABatchAndAnswersOnlyWhole() {
         let recent = RecentValues(capacity: 10)
-        recent.store([Self.set("a", "1"), Self.set("b", "2")], newest: 1)
-        #expect(recent.values(["b", "a"])?.map { $0.map { String(buffer: $0) } } == ["2", "1"])
-        // One key it does not hold: the read goes to Redis for all of them.
-        #expect(recent.values(["a", "c"]) == nil)
+        recent.store([Self.set(1, "1"), Self.set(2, "2")], newest: 2)
+        #expect(recent.values([.entry(2), .entry(1)])?.map { $0.map { String(buffer: $0) } } == ["2", "1"])
+        // Another form of a revision it holds is another value.
+        #expect(recent.values([.author(1)]) == nil)
+        // One it does not hold: the read goes to Redis for all of them.
+        #expect(recent.values([.entry(1), .entry(3)]) == nil)
         #expect(recent.values([]) == nil)
         #expect(recent.count == 2)
     }
 
     @Test func forgetsBatchesThatFallOutOfTheWindow() {
         let recent = RecentValues(capacity: 3)
-        for revision in Int64(1)...5 { recent.store([Self.set("r\(revision)", "\(revision)")], newest: revision) }
+        for revision in Int64(1)...5 { recent.store([Self.set(revision, "\(revision)")], newest: revision) }
         // Newest 5 and a window of 3: revisions 3, 4 and 5 are kept.
-        #expect(recent.values(["r2"]) == nil)
-        #expect(recent.values(["r3", "r4", "r5"]) != nil)
+        #expect(recent.values([.entry(2)]) == nil)
+        #expect(recent.values([.entry(3), .entry(4), .entry(5)]) != nil)
         // A batch of several revisions goes as a whole, by its newest.
-        recent.store([Self.set("r6", "6"), Self.set("r7", "7"), Self.set("r8", "8")], newest: 8)
-        #expect(recent.values(["r5"]) == nil)
-        #expect(recent.values(["r6", "r7", "r8"]) != nil)
+        recent.store([Self.set(6, "6"), Self.set(7, "7"), Self.set(8, "8")], newest: 8)
+        #expect(recent.values([.entry(5)]) == nil)
+        #expect(recent.values([.entry(6), .entry(7), .entry(8)]) != nil)
         #expect(recent.count == 3)
         // Many more batches than the window: what is kept stays bounded.
-        for revision in Int64(9)...500 { recent.store([Self.set("r\(revision)", "\(revision)")], newest: revision) }
+        for revision in Int64(9)...500 { recent.store([Self.set(revision, "\(revision)")], newest: revision) }
         #expect(recent.count == 3)
-        #expect(recent.values(["r498", "r499", "r500"]) != nil)
+        #expect(recent.values([.entry(498), .entry(499), .entry(500)]) != nil)
+    }
+
+    /// What goes to Redis is named as before: each slot by its own key, none by another's.
+    @Test func eachSlotIsNamedByItsRedisKey() {
+        let keys = CacheKeys(prefix: "revsync", instance: "abc")
+        let slots: [CacheSlot] = [
+            .entry(7), .author(7), .deflated(7), .authorDeflated(7), .chained(7), .run(size: 16, index: 3), .chainedRun(size: 16, index: 3),
+        ]
+        #expect(slots.map(keys.key) == keys.all(7) + [keys.run(16, 3), keys.chainedRun(16, 3)])
     }
 
     @Test func noCapacityHoldsNothingAndRemoveAllForgetsEverything() {
         let off = RecentValues(capacity: 0)
-        off.store([Self.set("a", "1")], newest: 1)
-        #expect(off.values(["a"]) == nil)
+        off.store([Self.set(1, "1")], newest: 1)
+        #expect(off.values([.entry(1)]) == nil)
         let recent = RecentValues(capacity: 100)
-        recent.store([Self.set("a", "1")], newest: 1)
+        recent.store([Self.set(1, "1")], newest: 1)
         recent.removeAll()
-        #expect(recent.values(["a"]) == nil)
+        #expect(recent.values([.entry(1)]) == nil)
         #expect(recent.count == 0)
     }
 

@@ -42,10 +42,10 @@ extension RedisChangeLog {
     func readCache(
         after revision: Int64, floor: Int64?, own: Set<Int64>, device: Device, limits: CatchUpLimits, form: EntryForm, keys: CacheKeys
     ) async throws -> CacheRead {
-        let key = { (number: Int64) in
+        let key = { (number: Int64) -> CacheSlot in
             switch form {
-            case .plain: own.contains(number) ? keys.author(number) : keys.entry(number)
-            case .deflated: own.contains(number) ? keys.authorDeflated(number) : keys.deflated(number)
+            case .plain: own.contains(number) ? .author(number) : .entry(number)
+            case .deflated: own.contains(number) ? .authorDeflated(number) : .deflated(number)
             }
         }
         // A piece goes chained when the answer sends the public form of the revision before it
@@ -59,12 +59,12 @@ extension RedisChangeLog {
         let pieces = { (first: Int64, last: Int64) -> [Piece] in
             (form == .plain ? (first...last).map { CachedRun.Span.single($0) } : CachedRun.cover(first, last, excluding: own)).map(piece)
         }
-        let pieceKey = { (piece: Piece) in
+        let pieceKey = { (piece: Piece) -> CacheSlot in
             switch (piece.span, piece.chained) {
             case (.single(let number), false): key(number)
-            case (.single(let number), true): keys.chained(number)
-            case (.run(let size, let index, _), false): keys.run(size, index)
-            case (.run(let size, let index, _), true): keys.chainedRun(size, index)
+            case (.single(let number), true): .chained(number)
+            case (.run(let size, let index, _), false): .run(size: size, index: index)
+            case (.run(let size, let index, _), true): .chainedRun(size: size, index: index)
             }
         }
         // A device may send any maxRevision up to Int64.max (it is refused after this read): saturate, never trap.
@@ -82,7 +82,7 @@ extension RedisChangeLog {
             (head, horizon, values) = (known.head, known.horizon, held)
             metrics.recordCache("memory_reads")
         } else {
-            values = try await redis.mget([keys.head, keys.horizon] + pendingKeys)
+            values = try await redis.mget([keys.head, keys.horizon] + pendingKeys.map(keys.key))
             guard let cachedHead = values[0].flatMap({ Int64(String(buffer: $0)) }),
                 let cachedHorizon = values[1].flatMap({ Int64(String(buffer: $0)) })
             else {
@@ -105,7 +105,7 @@ extension RedisChangeLog {
             return result
         }
         while true {
-            try await sendAloneWhereMissing(&pending, &values, key: key)
+            try await sendAloneWhereMissing(&pending, &values, key: key, keys: keys)
             // Runs the caller cannot take whole (missing, or holding its own change sets) go one by one: one more MGET for all of them.
             let broken = pending.indices.filter { index in
                 guard case .run = pending[index].span else { return false }
@@ -117,7 +117,7 @@ extension RedisChangeLog {
                     guard case .run(let size, _, let first) = pending[index].span else { return [] }
                     return (first..<(first + size)).map { piece(.single($0)) }
                 }
-                let fetched = try await fetchValues(singles.flatMap { $0 }.map(pieceKey))
+                let fetched = try await fetchValues(singles.flatMap { $0 }.map(pieceKey), keys: keys)
                 var offset = fetched.startIndex
                 var expanded: [Piece] = [], expandedValues: [ByteBuffer?] = []
                 var next = 0
@@ -158,8 +158,8 @@ extension RedisChangeLog {
                     } else {
                         // Ending the page inside (or gone since): one by one, the pager decides where.
                         var singles = (first..<(first + size)).map { piece(.single($0)) }
-                        var fetched = try await fetchValues(singles.map(pieceKey))
-                        try await sendAloneWhereMissing(&singles, &fetched, key: key)
+                        var fetched = try await fetchValues(singles.map(pieceKey), keys: keys)
+                        try await sendAloneWhereMissing(&singles, &fetched, key: key, keys: keys)
                         pending.replaceSubrange(index..<index, with: singles)
                         values.replaceSubrange(index..<index, with: fetched)
                     }
@@ -186,7 +186,7 @@ extension RedisChangeLog {
             }
             guard position < through else { return try await stop(nil) }
             pending = pieces(position + 1, min(through, plus(position, chunk)))
-            values = try await fetchValues(pending.map(pieceKey))
+            values = try await fetchValues(pending.map(pieceKey), keys: keys)
         }
     }
 
@@ -200,24 +200,27 @@ extension RedisChangeLog {
         floor != nil ? knownState : freshState
     }
 
-    /// `MGET`, or the values this instance holds (`recentValues`) when it holds every one.
-    func fetchValues(_ keys: [String]) async throws -> [ByteBuffer?] {
-        if let held = recentValues.values(keys) {
+    /// The values this instance holds (`recentValues`) when it holds every one, or else an
+    /// `MGET` of all of them.
+    func fetchValues(_ slots: [CacheSlot], keys: CacheKeys) async throws -> [ByteBuffer?] {
+        if let held = recentValues.values(slots) {
             metrics.recordCache("memory_reads")
             return held
         }
-        return try await redis.mget(keys)
+        return try await redis.mget(slots.map(keys.key))
     }
 
     /// A chained change set that is missing (made only where the one before was at hand) goes
     /// alone instead: its plain fragment, in one more `MGET`, only then.
-    private func sendAloneWhereMissing(_ pieces: inout [Piece], _ values: inout [ByteBuffer?], key: (Int64) -> String) async throws {
+    private func sendAloneWhereMissing(
+        _ pieces: inout [Piece], _ values: inout [ByteBuffer?], key: (Int64) -> CacheSlot, keys: CacheKeys
+    ) async throws {
         let missing = pieces.indices.filter { index in
             guard pieces[index].chained, case .single = pieces[index].span else { return false }
             return values[index].flatMap(CachedEntry.decodeChained) == nil
         }
         guard !missing.isEmpty else { return }
-        let fetched = try await fetchValues(missing.map { key(pieces[$0].first) })
+        let fetched = try await fetchValues(missing.map { key(pieces[$0].first) }, keys: keys)
         for (index, value) in zip(missing, fetched) {
             pieces[index] = Piece(span: pieces[index].span, chained: false)
             values[index] = value
@@ -245,9 +248,10 @@ extension RedisChangeLog {
             return tail != read.dictionaries[index]
         }
         if !broken.isEmpty {
-            let fetched = try await fetchValues(broken.map { index in
-                if case .run(let size, let run, _) = read.spans[index] { keys.run(size, run) } else { keys.deflated(entries[index].revision) }
-            })
+            let fetched = try await fetchValues(
+                broken.map { index -> CacheSlot in
+                    if case .run(let size, let run, _) = read.spans[index] { .run(size: size, index: run) } else { .deflated(entries[index].revision) }
+                }, keys: keys)
             for (index, value) in zip(broken, fetched) {
                 let body: LogEntry.Body? =
                     if case .run = read.spans[index] {
@@ -266,7 +270,7 @@ extension RedisChangeLog {
         }
         let mine = zip(entries, read.owners).filter { $0.1 == device.id && !own.contains($0.0.revision) }.map(\.0.revision)
         guard !mine.isEmpty else { return CacheRead(state: state, entries: entries, more: more, hole: hole) }
-        let authored = try await fetchValues(mine.map { form == .plain ? keys.author($0) : keys.authorDeflated($0) })
+        let authored = try await fetchValues(mine.map { form == .plain ? .author($0) : .authorDeflated($0) }, keys: keys)
         var bodies: [Int64: LogEntry.Body] = [:]
         for (number, value) in zip(mine, authored) {
             if let value, let decoded = CachedEntry.decode(value, form: form) { bodies[number] = decoded.body }

@@ -45,19 +45,19 @@ struct CachedEntry: Sendable {
         }
     }
 
-    /// The keys and values that cache this entry.
-    func values(keys: CacheKeys) -> [CacheValue] {
+    /// The values that cache this entry, each with its slot.
+    func values() -> [CacheValue] {
         let revision = entry.revision
         return [
-            CacheValue(key: keys.entry(revision), value: Self.plainValue(entry.deviceId, entry.body)),
-            CacheValue(key: keys.author(revision), value: Self.plainValue(entry.deviceId, entry.authorBody)),
-            CacheValue(key: keys.deflated(revision), value: Self.deflatedValue(entry.deviceId, fragment)),
-            CacheValue(key: keys.authorDeflated(revision), value: Self.deflatedValue(entry.deviceId, authorFragment)),
-        ] + (chained.map { [CacheValue(key: keys.chained(revision), value: $0.value(prefix: Self.devicePrefix(entry.deviceId)))] } ?? [])
+            CacheValue(slot: .entry(revision), value: Self.plainValue(entry.deviceId, entry.body)),
+            CacheValue(slot: .author(revision), value: Self.plainValue(entry.deviceId, entry.authorBody)),
+            CacheValue(slot: .deflated(revision), value: Self.deflatedValue(entry.deviceId, fragment)),
+            CacheValue(slot: .authorDeflated(revision), value: Self.deflatedValue(entry.deviceId, authorFragment)),
+        ] + (chained.map { [CacheValue(slot: .chained(revision), value: $0.value(prefix: Self.devicePrefix(entry.deviceId)))] } ?? [])
     }
 
     /// The SET commands that cache this entry.
-    func setCommands(keys: CacheKeys) -> [[ByteBuffer]] { values(keys: keys).map(\.setCommand) }
+    func setCommands(keys: CacheKeys) -> [[ByteBuffer]] { values().map { $0.setCommand(keys) } }
 
     /// The bytes the five values take in Redis (for the window's byte budget).
     var cachedBytes: Int {
@@ -144,11 +144,11 @@ package struct CacheKeys: Sendable {
     func all(_ revision: Int64) -> [String] { [entry(revision), author(revision), deflated(revision), authorDeflated(revision), chained(revision)] }
 }
 
-/// One value the cache sets, and its key.
+/// One value the cache sets, and which it is.
 struct CacheValue: Sendable {
-    let key: String
+    let slot: CacheSlot
     let value: ByteBuffer
 
     /// The Redis command that sets it.
-    var setCommand: [ByteBuffer] { [ByteBuffer(string: "SET"), ByteBuffer(string: key), value] }
+    func setCommand(_ keys: CacheKeys) -> [ByteBuffer] { [ByteBuffer(string: "SET"), ByteBuffer(string: keys.key(slot)), value] }
 }

@@ -17,11 +17,11 @@ import Synchronization
 final class RecentValues: Sendable {
     private struct Batch {
         let newest: Int64
-        let keys: [String]
+        let slots: [CacheSlot]
     }
 
     private struct State {
-        var values: [String: ByteBuffer] = [:]
+        var values: [CacheSlot: ByteBuffer] = [:]
         var batches: [Batch] = []
         /// Batches before this index are forgotten (compacted away now and then).
         var oldest = 0
@@ -38,10 +38,10 @@ final class RecentValues: Sendable {
     func store(_ values: [CacheValue], newest: Int64) {
         guard capacity > 0 else { return }
         state.withLock { state in
-            for value in values { state.values[value.key] = value.value }
-            state.batches.append(Batch(newest: newest, keys: values.map(\.key)))
+            for value in values { state.values[value.slot] = value.value }
+            state.batches.append(Batch(newest: newest, slots: values.map(\.slot)))
             while state.oldest < state.batches.count, state.batches[state.oldest].newest <= newest - capacity {
-                for key in state.batches[state.oldest].keys { state.values[key] = nil }
+                for slot in state.batches[state.oldest].slots { state.values[slot] = nil }
                 state.oldest += 1
             }
             if state.oldest > 64, state.oldest * 2 > state.batches.count {
@@ -51,14 +51,14 @@ final class RecentValues: Sendable {
         }
     }
 
-    /// Every value of `keys`, in order; nil when any of them is not held.
-    func values(_ keys: [String]) -> [ByteBuffer?]? {
-        guard capacity > 0, !keys.isEmpty else { return nil }
+    /// Every value of `slots`, in order; nil when any of them is not held.
+    func values(_ slots: [CacheSlot]) -> [ByteBuffer?]? {
+        guard capacity > 0, !slots.isEmpty else { return nil }
         return state.withLock { state in
             var found: [ByteBuffer?] = []
-            found.reserveCapacity(keys.count)
-            for key in keys {
-                guard let value = state.values[key] else { return nil }
+            found.reserveCapacity(slots.count)
+            for slot in slots {
+                guard let value = state.values[slot] else { return nil }
                 found.append(value)
             }
             return found
@@ -70,6 +70,6 @@ final class RecentValues: Sendable {
         state.withLock { $0 = State() }
     }
 
-    /// Keys held now (for tests).
+    /// Values held now (for tests).
     var count: Int { state.withLock { $0.values.count } }
 }

@@ -310,8 +310,8 @@ public final class RedisChangeLog: ChangeLog {
         let oldest = head - window
         let kept = entries.filter { $0.entry.revision > oldest }
         // With the runs the filled range holds whole, so that later gzip answers take them.
-        let values = kept.flatMap { $0.values(keys: keys) } + (await runValues(kept, previous: nil, keys: keys, ofCommit: false))
-        let commands = values.map(\.setCommand)
+        let values = kept.flatMap { $0.values() } + (await runValues(kept, previous: nil, keys: keys, ofCommit: false))
+        let commands = values.map { $0.setCommand(keys) }
         guard !commands.isEmpty else { return entries }
         do {
             _ = try await redis.pipeline(commands)
@@ -341,9 +341,9 @@ public final class RedisChangeLog: ChangeLog {
         var commands: [[ByteBuffer]] = []
         var held: [CacheValue] = []
         for entry in cached {
-            let values = entry.values(keys: keys)
+            let values = entry.values()
             held += values
-            commands += values.map(\.setCommand)
+            commands += values.map { $0.setCommand(keys) }
             let evicted = entry.entry.revision - window
             guard evicted > 0 else { continue }
             var victims = keys.all(evicted)
@@ -353,7 +353,7 @@ public final class RedisChangeLog: ChangeLog {
             commands.append([ByteBuffer(string: "DEL")] + victims.map { ByteBuffer(string: $0) })
         }
         let runs = await runValues(cached, previous: previous, keys: keys, ofCommit: true)
-        commands += runs.map(\.setCommand)
+        commands += runs.map { $0.setCommand(keys) }
         recentValues.store(held + runs, newest: last.revision)
         // The entries first, then the head, in one round trip for the whole batch: a reader
         // that sees the new head finds the entries (or backfills them).
@@ -423,7 +423,7 @@ public final class RedisChangeLog: ChangeLog {
         let dictionaries = Set(ends.map { $0.first - 1 }).subtracting(previous == nil ? [] : [first - 1])
         let wanted = memberRevisions.union(dictionaries).subtracting(bodies.keys).filter { $0 > 0 }.sorted()
         if ofCommit && !wanted.isEmpty {
-            guard let values = try? await fetchValues(wanted.map(keys.entry)) else { return [] }
+            guard let values = try? await fetchValues(wanted.map { .entry($0) }, keys: keys) else { return [] }
             for (number, value) in zip(wanted, values) {
                 if let value, let decoded = CachedEntry.decodePublic(value) { bodies[number] = decoded }
             }
@@ -433,10 +433,10 @@ public final class RedisChangeLog: ChangeLog {
             for end in ends {
                 let members = (end.first...end.last).compactMap { bodies[$0] }
                 guard members.count == Int(end.size) else { continue }
-                values.append(CacheValue(key: keys.run(end.size, end.run), value: CachedRun(bodies: members, with: deflater).value))
+                values.append(CacheValue(slot: .run(size: end.size, index: end.run), value: CachedRun(bodies: members, with: deflater).value))
                 if let before = bodies[end.first - 1]?.body ?? (end.first == first ? previous : nil) {
                     let chained = CachedRun(bodies: members, after: before, with: deflater)
-                    values.append(CacheValue(key: keys.chainedRun(end.size, end.run), value: chained.value))
+                    values.append(CacheValue(slot: .chainedRun(size: end.size, index: end.run), value: chained.value))
                 }
             }
             return values
