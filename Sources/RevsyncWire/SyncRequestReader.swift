@@ -198,8 +198,12 @@ private struct JSONCursor {
         for offset in 0..<word.utf8CodeUnitCount where bytes[index + offset] != word.utf8Start[offset] {
             return false
         }
-        index += word.utf8CodeUnitCount
-        return !isNumberOrLetter(at: index)
+        // Not a literal when a letter or digit follows (`null5`): the cursor stays where it
+        // was, so that the caller's next try (a number, say) does not start after the word.
+        let end = index + word.utf8CodeUnitCount
+        guard !isNumberOrLetter(at: end) else { return false }
+        index = end
+        return true
     }
 
     /// `-?(0|[1-9][0-9]*)` within `Int64`, not followed by a fraction or an exponent.

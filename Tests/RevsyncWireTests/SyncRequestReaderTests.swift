@@ -85,6 +85,11 @@ import Testing
         let invalid = Array(#"{"maxRevision":1,"changeSets":[{"types":["a"#.utf8) + [0xFF] + Array(#""],"a":{}}]}"#.utf8)
         #expect(SyncRequestReader.read(control) == nil)
         #expect(SyncRequestReader.read(invalid) == nil)
+        // A literal run into a number is neither (CI's random bodies found the reader taking
+        // `null5` as 5 once).
+        let nullRunOn = Array(#"{"maxRevision":1,"changeSets":[],"wait":null5}"#.utf8)
+        #expect(SyncRequestReader.read(nullRunOn) == nil)
+        #expect(foundation(nullRunOn) == nil)
         #expect(foundation(invalid) == nil)
     }
 
