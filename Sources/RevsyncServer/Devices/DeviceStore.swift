@@ -35,6 +35,14 @@ public struct DeviceStore: Sendable {
             throw SyncRefusal(.unavailable, "too many requests with tokens this server has not seen recently: retry shortly", retryAfterSeconds: 2)
         case .miss(let current): generation = current
         }
+        return try await authenticateFromDirectory(hash, generation: generation)
+    }
+
+    /// A token the cache does not hold: PostgreSQL's answer, which the cache learns. Apart
+    /// from `authenticate` so that the usual request (a cache hit) does not take this path's
+    /// frame on its task, which keeps its high-water mark for as long as its connection lives.
+    @inline(never)
+    private func authenticateFromDirectory(_ hash: [UInt8], generation: Int) async throws -> Device? {
         guard let row = try await directory.find(tokenHash: hash) else {
             await cache.storeUnknown(hash)
             return nil

@@ -17,27 +17,19 @@ public struct SyncController: Sendable {
         router.post("/sync") { request, context in try await sync(request, context: context) }
     }
 
+    // The synchronous steps are functions of their own: an async function's frame holds the
+    // locals of everything inlined into it, and the connection's task keeps the high-water
+    // mark of its frames for as long as the connection lives (a waiting device's included).
     private func sync(_ request: Request, context: RevsyncRequestContext) async throws -> Response {
         let device = try await authenticator.device(for: request)
-        guard perDevice.enter(device.id) else {
-            throw SyncError(
-                .unavailable, "this device has \(perDevice.limit) requests under way already: send the next one when they are answered",
-                retryAfterSeconds: 1)
-        }
+        try enter(device)
         // A request its connection holds (`ParkedSyncHandler`) leaves when it is answered.
         var heldByConnection = false
         defer { if !heldByConnection { perDevice.leave(device.id) } }
         let raw = try await bodyReader.collect(request)
-        let (answer, gzipped) = try await exchange(
-            device: device, body: raw, contentEncoding: request.headers[.contentEncoding],
-            acceptEncoding: request.headers[.acceptEncoding],
-            stillAuthorized: { [token = Authenticator.bearerToken(request)] in _ = try await authenticator.device(token: token) },
-            logger: context.logger)
-        var headers: HTTPFields = [.contentType: "application/json"]
-        if gzipped {
-            headers[.contentEncoding] = "gzip"
-            headers[.vary] = "Accept-Encoding"
-        }
+        let decoded = try decode(raw, request: request, device: device, logger: context.logger)
+        let answer = try await service.exchange(
+            decoded.request, device: device, gzip: decoded.gzip, stillAuthorized: decoded.stillAuthorized, logger: decoded.logger)
         let body: ByteBuffer
         switch answer {
         case .ready(let ready):
@@ -45,19 +37,62 @@ public struct SyncController: Sendable {
         case .waiting(let pending):
             // The connection holds the waiting request and this task ends: the response
             // returned here gives the answer its head, and the answer is written when the wait ends.
-            let held = context.held
-            let park = ParkSync(pending: pending) { status in
-                perDevice.leave(device.id)
-                held.answered(status: status)
-            }
+            let park = park(pending, device: device, context: context)
             try? await context.channel.triggerUserOutboundEvent(park).get()
             if park.isAccepted {
                 heldByConnection = true
-                held.hold()
-                return Response(status: .ok, headers: headers)
+                context.held.hold()
+                return Self.response(nil, gzipped: decoded.gzip)
             }
             body = try await pending.answer(clientGone: context.channel.closeFuture)
         }
+        return Self.response(body, gzipped: decoded.gzip)
+    }
+
+    @inline(never)
+    private func enter(_ device: Device) throws {
+        guard perDevice.enter(device.id) else {
+            throw SyncError(
+                .unavailable, "this device has \(perDevice.limit) requests under way already: send the next one when they are answered",
+                retryAfterSeconds: 1)
+        }
+    }
+
+    private struct Decoded {
+        let request: SyncRequest
+        let gzip: Bool
+        let logger: Logger
+        let stillAuthorized: @Sendable () async throws -> Void
+    }
+
+    @inline(never)
+    private func decode(_ raw: ByteBuffer, request: Request, device: Device, logger: Logger) throws -> Decoded {
+        var logger = logger
+        logger[metadataKey: "device.id"] = .string(device.publicId)
+        let decoded = try bodyReader.decodeSyncRequest(from: try bodyReader.decodeContent(raw, encoding: request.headers[.contentEncoding]))
+        return Decoded(
+            request: decoded, gzip: Gzip.accepted(request.headers[.acceptEncoding]), logger: logger,
+            stillAuthorized: { [authenticator, token = Authenticator.bearerToken(request)] in _ = try await authenticator.device(token: token) })
+    }
+
+    @inline(never)
+    private func park(_ pending: PendingSync, device: Device, context: RevsyncRequestContext) -> ParkSync {
+        let held = context.held
+        return ParkSync(pending: pending) { [perDevice] status in
+            perDevice.leave(device.id)
+            held.answered(status: status)
+        }
+    }
+
+    /// The answer's response; a nil body for a request its connection holds (the answer comes later).
+    @inline(never)
+    private static func response(_ body: ByteBuffer?, gzipped: Bool) -> Response {
+        var headers: HTTPFields = [.contentType: "application/json"]
+        if gzipped {
+            headers[.contentEncoding] = "gzip"
+            headers[.vary] = "Accept-Encoding"
+        }
+        guard let body else { return Response(status: .ok, headers: headers) }
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: body))
     }
 

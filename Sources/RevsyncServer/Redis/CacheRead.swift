@@ -98,9 +98,14 @@ extension RedisChangeLog {
         var authors: Set<Int64> = []
         var position = revision
         let stop = { (hole: Int64?) in
-            var result = try await self.finish(
-                read, head: head, horizon: horizon, hole: hole, more: hole == nil && (pager.full || position < max(head, floor ?? 0)),
-                own: own, device: device, limits: limits, form: form, keys: keys)
+            let more = hole == nil && (pager.full || position < max(head, floor ?? 0))
+            var result: CacheRead
+            if let finished = Self.finished(read, head: head, horizon: horizon, hole: hole, more: more, own: own, device: device) {
+                result = finished
+            } else {
+                result = try await self.finish(
+                    read, head: head, horizon: horizon, hole: hole, more: more, own: own, device: device, limits: limits, form: form, keys: keys)
+            }
             result.authors = authors
             return result
         }
@@ -118,76 +123,113 @@ extension RedisChangeLog {
                     return (first..<(first + size)).map { piece(.single($0)) }
                 }
                 let fetched = try await fetchValues(singles.flatMap { $0 }.map(pieceKey), keys: keys)
-                var offset = fetched.startIndex
-                var expanded: [Piece] = [], expandedValues: [ByteBuffer?] = []
-                var next = 0
-                for index in pending.indices {
-                    if next < broken.count, broken[next] == index {
-                        let count = singles[next].count
-                        expanded += singles[next]
-                        expandedValues += fetched[offset..<(offset + count)]
-                        offset += count
-                        next += 1
-                    } else {
-                        expanded.append(pending[index])
-                        expandedValues.append(values[index])
-                    }
-                }
-                (pending, values) = (expanded, expandedValues)
+                Self.expand(&pending, &values, broken: broken, into: singles, fetched: fetched)
                 // Chained singles of a broken run may be missing too: the loop's first step again.
                 continue
             }
             var index = 0
-            while index < pending.count {
-                let (item, value) = (pending[index], values[index])
-                index += 1
-                switch item.span {
-                case .run(let size, _, let first):
-                    guard first + size - 1 <= through else { return try await stop(nil) }
-                    if let value, let run = CachedRun.decode(value, chained: item.chained), !run.authors.contains(device.id),
-                        pager.admitRun(count: Int(size), size: run.fragment.length - (item.chained ? 1 : 0))
-                    {
-                        read.append(
-                            LogEntry(revision: first, body: item.chained ? .chained(run.fragment) : .deflatedRun(run.fragment)), span: item.span, owner: nil,
-                            dictionary: run.link?.dictionary, tail: nil)
-                        authors.formUnion(run.authors)
-                        for number in (first + 1)..<(first + size) {
-                            read.append(LogEntry(revision: number, body: .inRun), span: nil, owner: nil, dictionary: nil, tail: number == first + size - 1 ? run.link?.tail : nil)
-                        }
-                        position = first + size - 1
-                    } else {
-                        // Ending the page inside (or gone since): one by one, the pager decides where.
-                        var singles = (first..<(first + size)).map { piece(.single($0)) }
-                        var fetched = try await fetchValues(singles.map(pieceKey), keys: keys)
-                        try await sendAloneWhereMissing(&singles, &fetched, key: key, keys: keys)
-                        pending.replaceSubrange(index..<index, with: singles)
-                        values.replaceSubrange(index..<index, with: fetched)
-                    }
-                case .single(let number):
-                    guard number <= through else { return try await stop(nil) }
-                    if item.chained {
-                        // Missing or unreadable ones went alone above.
-                        guard let value, let decoded = CachedEntry.decodeChained(value) else { return try await stop(number) }
-                        guard pager.admit(size: decoded.chained.fragment.length - 1) else { return try await stop(nil) }
-                        read.append(
-                            LogEntry(revision: number, body: .chained(decoded.chained.fragment)), span: item.span, owner: decoded.device,
-                            dictionary: decoded.chained.link.dictionary, tail: decoded.chained.link.tail)
-                        authors.insert(decoded.device)
-                    } else {
-                        guard let value, let decoded = CachedEntry.decode(value, form: form) else { return try await stop(number) }
-                        guard pager.admit(size: decoded.body.size) else { return try await stop(nil) }
-                        // A plain fragment's CRC is its JSON's: what a chained piece after it names.
-                        let tail: UInt32? = if case .deflated(let fragment) = decoded.body { fragment.crc } else { nil }
-                        read.append(LogEntry(revision: number, body: decoded.body), span: item.span, owner: decoded.device, dictionary: nil, tail: tail)
-                        authors.insert(decoded.device)
-                    }
-                    position = number
+            taking: while true {
+                switch Self.take(
+                    pending, values, from: &index, through: through, device: device, form: form, pager: &pager, read: &read, authors: &authors,
+                    position: &position)
+                {
+                case .stop(let hole):
+                    return try await stop(hole)
+                case .split(let first, let size):
+                    // Ending the page inside (or gone since): one by one, the pager decides where.
+                    var singles = (first..<(first + size)).map { piece(.single($0)) }
+                    var fetched = try await fetchValues(singles.map(pieceKey), keys: keys)
+                    try await sendAloneWhereMissing(&singles, &fetched, key: key, keys: keys)
+                    pending.replaceSubrange(index..<index, with: singles)
+                    values.replaceSubrange(index..<index, with: fetched)
+                case .taken:
+                    break taking
                 }
             }
             guard position < through else { return try await stop(nil) }
             pending = pieces(position + 1, min(through, plus(position, chunk)))
             values = try await fetchValues(pending.map(pieceKey), keys: keys)
         }
+    }
+
+    /// What `take` stopped at.
+    private enum Taken {
+        /// Every piece is taken.
+        case taken
+        /// The page ends here: a hole at the revision given, or none (the page is full, or at its end).
+        case stop(hole: Int64?)
+        /// A run to read one by one instead, before the pieces from `index` on.
+        case split(first: Int64, size: Int64)
+    }
+
+    /// Takes the read pieces from `index` on into the page, as long as they fit. Synchronous
+    /// and apart from `readCache`, so that its work does not enlarge that function's frame
+    /// (which the request's task keeps allocated for as long as its connection lives).
+    @inline(never)
+    private static func take(
+        _ pending: [Piece], _ values: [ByteBuffer?], from index: inout Int, through: Int64, device: Device, form: EntryForm,
+        pager: inout CatchUpPager, read: inout ReadEntries, authors: inout Set<Int64>, position: inout Int64
+    ) -> Taken {
+        while index < pending.count {
+            let (item, value) = (pending[index], values[index])
+            index += 1
+            switch item.span {
+            case .run(let size, _, let first):
+                guard first + size - 1 <= through else { return .stop(hole: nil) }
+                guard let value, let run = CachedRun.decode(value, chained: item.chained), !run.authors.contains(device.id),
+                    pager.admitRun(count: Int(size), size: run.fragment.length - (item.chained ? 1 : 0))
+                else { return .split(first: first, size: size) }
+                read.append(
+                    LogEntry(revision: first, body: item.chained ? .chained(run.fragment) : .deflatedRun(run.fragment)), span: item.span, owner: nil,
+                    dictionary: run.link?.dictionary, tail: nil)
+                authors.formUnion(run.authors)
+                for number in (first + 1)..<(first + size) {
+                    read.append(LogEntry(revision: number, body: .inRun), span: nil, owner: nil, dictionary: nil, tail: number == first + size - 1 ? run.link?.tail : nil)
+                }
+                position = first + size - 1
+            case .single(let number):
+                guard number <= through else { return .stop(hole: nil) }
+                if item.chained {
+                    // Missing or unreadable ones went alone above.
+                    guard let value, let decoded = CachedEntry.decodeChained(value) else { return .stop(hole: number) }
+                    guard pager.admit(size: decoded.chained.fragment.length - 1) else { return .stop(hole: nil) }
+                    read.append(
+                        LogEntry(revision: number, body: .chained(decoded.chained.fragment)), span: item.span, owner: decoded.device,
+                        dictionary: decoded.chained.link.dictionary, tail: decoded.chained.link.tail)
+                    authors.insert(decoded.device)
+                } else {
+                    guard let value, let decoded = CachedEntry.decode(value, form: form) else { return .stop(hole: number) }
+                    guard pager.admit(size: decoded.body.size) else { return .stop(hole: nil) }
+                    // A plain fragment's CRC is its JSON's: what a chained piece after it names.
+                    let tail: UInt32? = if case .deflated(let fragment) = decoded.body { fragment.crc } else { nil }
+                    read.append(LogEntry(revision: number, body: decoded.body), span: item.span, owner: decoded.device, dictionary: nil, tail: tail)
+                    authors.insert(decoded.device)
+                }
+                position = number
+            }
+        }
+        return .taken
+    }
+
+    /// Puts each broken run's singles, with their values, where the run was.
+    @inline(never)
+    private static func expand(_ pending: inout [Piece], _ values: inout [ByteBuffer?], broken: [Int], into singles: [[Piece]], fetched: [ByteBuffer?]) {
+        var offset = fetched.startIndex
+        var expanded: [Piece] = [], expandedValues: [ByteBuffer?] = []
+        var next = 0
+        for index in pending.indices {
+            if next < broken.count, broken[next] == index {
+                let count = singles[next].count
+                expanded += singles[next]
+                expandedValues += fetched[offset..<(offset + count)]
+                offset += count
+                next += 1
+            } else {
+                expanded.append(pending[index])
+                expandedValues.append(values[index])
+            }
+        }
+        (pending, values) = (expanded, expandedValues)
     }
 
     /// The state a read may take instead of the cached head and horizon, when its pieces are
@@ -231,6 +273,38 @@ extension RedisChangeLog {
     /// does not go out as its dictionary: the device's own, which it gets in its author form,
     /// or bytes of another history. Then swaps in the author's form of the device's own
     /// revisions it did not know were its own, and ends the page again by the bytes of that form.
+    ///
+    /// `finished` first: the read as it is when there is nothing to send alone or swap, as
+    /// usual. It is synchronous and apart so that the usual read does not take `finish`'s
+    /// frame on its task's allocator, which keeps its high-water mark for as long as the
+    /// connection lives.
+    @inline(never)
+    private static func finished(
+        _ read: ReadEntries, head: Int64, horizon: Int64, hole: Int64?, more: Bool, own: Set<Int64>, device: Device
+    ) -> CacheRead? {
+        guard brokenChains(read, device: device).isEmpty, unknownOwn(read.entries, owners: read.owners, device: device, own: own).isEmpty else {
+            return nil
+        }
+        return CacheRead(state: LogState(head: head, horizon: horizon), entries: read.entries, more: more, hole: hole)
+    }
+
+    /// The chained pieces that cannot go chained.
+    private static func brokenChains(_ read: ReadEntries, device: Device) -> [Int] {
+        read.entries.indices.filter { index in
+            guard case .chained = read.entries[index].body else { return false }
+            guard index > 0, read.owners[index - 1] != device.id else { return true }
+            // Unknown after a plain run (its value has no CRC of its last change set): it was
+            // made from the same committed log as the chained piece, like every cached value.
+            guard let tail = read.tails[index - 1] else { return false }
+            return tail != read.dictionaries[index]
+        }
+    }
+
+    /// The device's own revisions the caller did not know were its own.
+    private static func unknownOwn(_ entries: [LogEntry], owners: [Int64?], device: Device, own: Set<Int64>) -> [Int64] {
+        zip(entries, owners).filter { $0.1 == device.id && !own.contains($0.0.revision) }.map(\.0.revision)
+    }
+
     private func finish(
         _ read: ReadEntries, head: Int64, horizon: Int64, hole: Int64?, more: Bool, own: Set<Int64>, device: Device,
         limits: CatchUpLimits, form: EntryForm, keys: CacheKeys
@@ -239,14 +313,7 @@ extension RedisChangeLog {
         var entries = read.entries
         var hole = hole
         var more = more
-        let broken = entries.indices.filter { index in
-            guard case .chained = entries[index].body else { return false }
-            guard index > 0, read.owners[index - 1] != device.id else { return true }
-            // Unknown after a plain run (its value has no CRC of its last change set): it was
-            // made from the same committed log as the chained piece, like every cached value.
-            guard let tail = read.tails[index - 1] else { return false }
-            return tail != read.dictionaries[index]
-        }
+        let broken = Self.brokenChains(read, device: device)
         if !broken.isEmpty {
             let fetched = try await fetchValues(
                 broken.map { index -> CacheSlot in
@@ -268,7 +335,7 @@ extension RedisChangeLog {
                 entries[index] = LogEntry(revision: entries[index].revision, body: body)
             }
         }
-        let mine = zip(entries, read.owners).filter { $0.1 == device.id && !own.contains($0.0.revision) }.map(\.0.revision)
+        let mine = Self.unknownOwn(entries, owners: read.owners, device: device, own: own)
         guard !mine.isEmpty else { return CacheRead(state: state, entries: entries, more: more, hole: hole) }
         let authored = try await fetchValues(mine.map { form == .plain ? .author($0) : .authorDeflated($0) }, keys: keys)
         var bodies: [Int64: LogEntry.Body] = [:]

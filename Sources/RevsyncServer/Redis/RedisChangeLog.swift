@@ -257,13 +257,30 @@ public final class RedisChangeLog: ChangeLog {
             return try await postgres.catchUp(after: revision, for: device, limits: limits, form: form)
         }
         guard let state = read.state else {
-            // Flushed or never written: PostgreSQL knows, and the cache learns it.
-            let state = try await authoritativeState()
-            guard revision >= state.horizon, revision < state.head else { return (state, CatchUpPage(entries: [], more: false, source: "redis")) }
-            return (state, try await entries(after: revision, through: state.head, for: device, limits: limits, form: form, own: []))
+            return try await catchUpFromPostgres(after: revision, for: device, limits: limits, form: form)
         }
         guard revision >= state.horizon, revision < state.head else { return (state, CatchUpPage(entries: [], more: false, source: "redis")) }
+        // Most pages are whole: `complete`'s frame only for those with a hole.
+        if let whole = wholePage(read) { return (state, whole) }
         return (state, try await complete(read, after: revision, through: state.head, device: device, limits: limits, form: form, keys: keys))
+    }
+
+    /// The cache's page when it has no hole (counted as hits).
+    @inline(never)
+    private func wholePage(_ read: CacheRead) -> CatchUpPage? {
+        guard read.hole == nil else { return nil }
+        metrics.recordCache("hits", count: read.entries.count)
+        return CatchUpPage(entries: read.entries, more: read.more, source: "redis", authors: read.authors)
+    }
+
+    /// The cache was flushed or never written: PostgreSQL knows, and the cache learns it.
+    @inline(never)
+    private func catchUpFromPostgres(
+        after revision: Int64, for device: Device, limits: CatchUpLimits, form: EntryForm
+    ) async throws -> (state: LogState, page: CatchUpPage) {
+        let state = try await authoritativeState()
+        guard revision >= state.horizon, revision < state.head else { return (state, CatchUpPage(entries: [], more: false, source: "redis")) }
+        return (state, try await entries(after: revision, through: state.head, for: device, limits: limits, form: form, own: []))
     }
 
     /// The cache's page, with a hole (eviction, a flush, a crash between COMMIT and the cache
@@ -272,6 +289,7 @@ public final class RedisChangeLog: ChangeLog {
         _ read: CacheRead, after revision: Int64, through head: Int64, device: Device, limits: CatchUpLimits, form: EntryForm,
         keys: CacheKeys
     ) async throws -> CatchUpPage {
+        if let whole = wholePage(read) { return whole }
         metrics.recordCache("hits", count: read.entries.count)
         guard let hole = read.hole else { return CatchUpPage(entries: read.entries, more: read.more, source: "redis", authors: read.authors) }
         var authors = read.authors

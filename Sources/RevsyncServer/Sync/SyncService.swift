@@ -60,27 +60,55 @@ package struct SyncService: Sendable {
         // The rest of the seq rules are checked under the device's lock, in the batch: a gap or a
         // reused seq refuses the request before any of its change sets applies.
         try SeqRules.checkOrder(request.changeSets.compactMap(\.seq))
-        let catchUpLimits = CatchUpLimits(maxChangeSets: limits.catchUpMaxChangeSets, maxBytes: limits.catchUpMaxBytes)
+        // Two paths, each its own function: an async function's frame is as large as its
+        // largest path, and the request's task keeps the high-water mark of its frames for as
+        // long as its connection lives (a waiting device's connection included).
+        return request.changeSets.isEmpty
+            ? try await catchUp(request, device: device, gzip: gzip, stillAuthorized: stillAuthorized)
+            : .ready(try await write(request, device: device, gzip: gzip, logger: logger))
+    }
+
+    private var catchUpLimits: CatchUpLimits {
+        CatchUpLimits(maxChangeSets: limits.catchUpMaxChangeSets, maxBytes: limits.catchUpMaxBytes)
+    }
+
+    /// Nothing to apply: the state and the page in one read of the log, or a wait for a commit.
+    @inline(never)
+    private func catchUp(
+        _ request: SyncRequest, device: Device, gzip: Bool, stillAuthorized: (@Sendable () async throws -> Void)?
+    ) async throws -> SyncAnswer {
+        let started = ContinuousClock.now
+        let maxRevision = request.maxRevision
         let form: EntryForm = gzip ? .deflated : .plain
-        guard !request.changeSets.isEmpty else {
-            // Nothing to apply: the state and the page in one read of the log.
-            let started = ContinuousClock.now
-            var (state, page) = try await changeLog.catchUp(after: request.maxRevision, for: device, limits: catchUpLimits, form: form)
-            if request.maxRevision > state.head {
-                // A cached head may lag (or have been set back): ask PostgreSQL before refusing.
-                state = try await changeLog.authoritativeState()
-                try CatchUpRules.checkEnvelope(maxRevision: request.maxRevision, state: state)
-                page = try await changeLog.entries(after: request.maxRevision, through: state.head, for: device, limits: catchUpLimits, form: form, own: [])
-            }
-            try CatchUpRules.checkEnvelope(maxRevision: request.maxRevision, state: state)
-            if page.entries.isEmpty, let longPoll, let wait = longPoll.granted(request.wait) {
-                return .waiting(PendingSync(
-                    maxRevision: request.maxRevision, device: device, gzip: gzip, limits: catchUpLimits, wait: wait, emptyPage: page,
-                    stillAuthorized: stillAuthorized, service: self, longPoll: longPoll))
-            }
-            metrics.recordCatchUp(changeSets: page.entries.count, source: page.source, duration: ContinuousClock.now - started)
-            return .ready(respond(page, maxRevision: request.maxRevision, acks: [], correctives: [], gzip: gzip))
+        var (state, page) = try await changeLog.catchUp(after: maxRevision, for: device, limits: catchUpLimits, form: form)
+        if maxRevision > state.head {
+            // A cached head may lag (or have been set back): ask PostgreSQL before refusing.
+            state = try await changeLog.authoritativeState()
+            try CatchUpRules.checkEnvelope(maxRevision: maxRevision, state: state)
+            page = try await changeLog.entries(after: maxRevision, through: state.head, for: device, limits: catchUpLimits, form: form, own: [])
         }
+        return try answer(page, state: state, request: request, device: device, gzip: gzip, started: started, stillAuthorized: stillAuthorized)
+    }
+
+    @inline(never)
+    private func answer(
+        _ page: CatchUpPage, state: LogState, request: SyncRequest, device: Device, gzip: Bool, started: ContinuousClock.Instant,
+        stillAuthorized: (@Sendable () async throws -> Void)?
+    ) throws -> SyncAnswer {
+        try CatchUpRules.checkEnvelope(maxRevision: request.maxRevision, state: state)
+        if page.entries.isEmpty, let longPoll, let wait = longPoll.granted(request.wait) {
+            return .waiting(PendingSync(
+                maxRevision: request.maxRevision, device: device, gzip: gzip, limits: catchUpLimits, wait: wait, emptyPage: page,
+                stillAuthorized: stillAuthorized, service: self, longPoll: longPoll))
+        }
+        metrics.recordCatchUp(changeSets: page.entries.count, source: page.source, duration: ContinuousClock.now - started)
+        return .ready(respond(page, maxRevision: request.maxRevision, acks: [], correctives: [], gzip: gzip))
+    }
+
+    /// Applies the request's change sets, then answers with what the device missed, its
+    /// acknowledgements and corrective sets.
+    @inline(never)
+    private func write(_ request: SyncRequest, device: Device, gzip: Bool, logger: Logger) async throws -> ByteBuffer {
         var state = try await changeLog.recentState()
         if request.maxRevision > state.head { state = try await changeLog.authoritativeState() }
         try CatchUpRules.checkEnvelope(maxRevision: request.maxRevision, state: state)
@@ -95,20 +123,24 @@ package struct SyncService: Sendable {
         // finds the head already there.
         defer { if let longPoll, let newest = own.max() { longPoll.waiters.advance(to: newest) } }
         // A change set's time is its request's: it commits with the rest of its batch.
-        let duration = ContinuousClock.now - applying
-        for (changeSet, outcome) in zip(request.changeSets, outcomes) {
-            metrics.recordApply(outcome, changeSet: changeSet, duration: duration)
-            logger.debug("change set handled", metadata: ["seq": "\(changeSet.seq.map(String.init) ?? "-")", "outcome": "\(outcome)"])
-        }
+        recordApplied(request.changeSets, outcomes, duration: ContinuousClock.now - applying, logger: logger)
 
         let started = ContinuousClock.now
         let head = max(state.head, own.max() ?? 0)
         let page = try await changeLog.entries(
-            after: request.maxRevision, through: head, for: device, limits: catchUpLimits, form: form, own: Set(own))
+            after: request.maxRevision, through: head, for: device, limits: catchUpLimits, form: gzip ? .deflated : .plain, own: Set(own))
         let oldAcks = try await repeatedAcknowledgements(outcomes, maxRevision: request.maxRevision, device: device)
         metrics.recordCatchUp(changeSets: page.entries.count, source: page.source, duration: ContinuousClock.now - started)
         let correctives = try await correctiveSets(outcomes, device: device)
-        return .ready(respond(page, maxRevision: request.maxRevision, acks: oldAcks, correctives: correctives, gzip: gzip))
+        return respond(page, maxRevision: request.maxRevision, acks: oldAcks, correctives: correctives, gzip: gzip)
+    }
+
+    @inline(never)
+    private func recordApplied(_ changeSets: [ChangeSet], _ outcomes: [ApplyOutcome], duration: Duration, logger: Logger) {
+        for (changeSet, outcome) in zip(changeSets, outcomes) {
+            metrics.recordApply(outcome, changeSet: changeSet, duration: duration)
+            logger.debug("change set handled", metadata: ["seq": "\(changeSet.seq.map(String.init) ?? "-")", "outcome": "\(outcome)"])
+        }
     }
 
     /// The page after a wake-up: one read shared by every waiter the same commit woke, unless
@@ -124,6 +156,7 @@ package struct SyncService: Sendable {
         return try await changeLog.catchUp(after: revision, for: device, limits: limits, form: form)
     }
 
+    @inline(never)
     func respond(_ page: CatchUpPage, maxRevision: Int64, acks: [[UInt8]], correctives: [[UInt8]], gzip: Bool) -> ByteBuffer {
         // Sized for what the answer will hold: a gzip answer of pieces compressed at commit is
         // about their size (a fiftieth of the JSON on the bench's log), not the JSON's.
