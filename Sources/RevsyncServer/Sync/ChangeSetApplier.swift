@@ -78,87 +78,21 @@ struct ChangeSetApplier: Sendable {
     }
 
     private func run(_ items: [BatchItem], isolated: Bool, in transaction: any ApplyTransaction) async throws -> [BatchResult] {
-        var wanted: [Int64: Set<Int64>] = [:], creates: [String: Int] = [:]
-        for item in items {
-            wanted[item.device.id, default: []].formUnion(item.temporaryIds)
-            // Ids for every valid create; those of sets rejected later are never used, as after a rollback.
-            if case .success(let normalized) = item.validation {
-                for create in normalized.creates { creates[create.entity, default: 0] += 1 }
-            }
-        }
-        let locked = try await transaction.lockDevices(Set(items.map(\.device.id)).sorted(), mappings: wanted, allocating: creates)
+        let (devices, wanted, creates) = Self.devices(of: items)
+        let locked = try await transaction.lockDevices(devices, mappings: wanted, allocating: creates)
         let locks = locked.locks, known = locked.known
         var ids = locked.ids
 
         // First pass, on the devices' rows and mappings: seqs, digests, temporary ids.
-        var footprint = BatchFootprint()
-        var lastSeq = locks.mapValues(\.lastSeq)
-        var stages: [Stage] = []
-        // A request's seqs are admitted together, before any of them applies: a gap refuses it whole.
-        var admitted: [Int: SyncRefusal?] = [:]
-        // Behind a deferred change set of a device, its later ones wait too.
-        var waiting: Set<Int64> = []
-        for item in items {
-            let device = item.device.id
-            guard let lock = locks[device] else { stages.append(.result(.failed(SyncRefusal.deviceGone))); continue }
-            if lock.revoked { stages.append(.result(.failed(SyncRefusal.deviceRevoked))); continue }
-            if waiting.contains(device) || footprint.blocks(device: device, temporaryIds: item.temporaryIds) {
-                waiting.insert(device)
-                stages.append(.result(.deferred))
-                continue
-            }
-            if admitted[item.job] == nil {
-                let seqs = items.filter { $0.job == item.job }.compactMap(\.changeSet.seq)
-                do {
-                    _ = try SeqRules.admit(seqs, last: lastSeq[device] ?? 0)
-                    admitted[item.job] = .some(nil)
-                } catch {
-                    admitted[item.job] = error
-                }
-            }
-            if case .some(.some(let refusal)) = admitted[item.job] { stages.append(.result(.failed(refusal))); continue }
-            let mapped = known[device] ?? [:]
-            let digest = item.digest ?? SeqDigest.of(item.changeSet, known: mapped, schema: schema)
-            if let seq = item.changeSet.seq {
-                let admission: SeqRules.Admission
-                do {
-                    admission = try SeqRules.admit(seq, last: lastSeq[device] ?? 0)
-                } catch {
-                    stages.append(.result(.failed(error)))
-                    continue
-                }
-                if admission == .repeated {
-                    // Handled earlier in this batch: its outcome is stored once the batch commits.
-                    if footprint.handled(device: device, seq: seq) {
-                        waiting.insert(device)
-                        stages.append(.result(.deferred))
-                    } else {
-                        stages.append(.repeated(seq: seq, last: lock.lastSeq, digest: digest))
-                    }
-                    continue
-                }
-                lastSeq[device] = seq
-            }
-            switch item.validation.flatMap({ TemporaryIdResolver.resolve($0, schema: schema, known: mapped) }) {
-            case .failure(let reason): stages.append(.rejected(reason, digest: digest))
-            case .success(let resolved): stages.append(.resolved(resolved, digest: digest))
-            }
-            // Only the ids it creates: those it merely uses are mapped already, and others may use them too.
-            let creating = (try? item.validation.get())?.creates.map(\.temporaryId) ?? []
-            footprint.add(device: device, seq: item.changeSet.seq, created: creating, reads: [], writes: [])
-        }
+        let stages = firstPass(items, locks: locks, known: known)
 
         // The records of all of them, locked in a few statements.
-        var lockTargets: Set<RecordKey> = [], referenced: Set<RecordKey> = []
-        for case .resolved(let resolved, _) in stages {
-            lockTargets.formUnion(ApplyPlanner.lockTargets(resolved))
-            referenced.formUnion(resolved.referencedRecords)
-        }
-        let versions = try await transaction.lockVersions(lockTargets.sorted())
-        let existing = try await transaction.lockReferenced(referenced.sorted())
+        let (lockTargets, referenced) = Self.records(of: stages)
+        let versions = try await transaction.lockVersions(lockTargets)
+        let existing = try await transaction.lockReferenced(referenced)
 
         // Second pass, in queue order: the rules on those facts.
-        footprint = BatchFootprint()
+        var footprint = BatchFootprint()
         var results: [BatchResult] = []
         var stopped: Set<Int64> = []
         var stoppedJobs: Set<Int> = []
@@ -214,43 +148,150 @@ struct ChangeSetApplier: Sendable {
         // The winners' records: each at its own savepoint once PostgreSQL refused them together;
         // otherwise together, with the stamp below.
         if isolated {
-            // Its writes come before its stamp: the revision lock first, so that no value it
-            // writes is held while it waits for the lock (`lockRevisions`).
-            if !winners.isEmpty { try await transaction.lockRevisions() }
-            var kept: [(index: Int, write: PlannedWrite)] = []
-            for winner in winners {
-                try await transaction.savepoint()
-                do {
-                    try await transaction.writeRecords([winner.write])
-                    try await transaction.checkConstraints()
-                    kept.append(winner)
-                } catch let reason as ConflictReason {
-                    try await transaction.rollbackToSavepoint()
-                    let item = items[winner.index]
-                    results[winner.index] = .done(.rejected(reason, item.changeSet))
-                    if let seq = item.changeSet.seq {
-                        rejections.append((winner.index, PlannedRejection(reason: reason, seq: seq, digest: winner.write.digest, device: item.device)))
-                    }
-                }
-            }
-            winners = kept
+            winners = try await writeIsolated(winners, items: items, results: &results, rejections: &rejections, in: transaction)
         }
 
-        // Each device's last seq moves to the highest it had handled here.
-        var handled: [Int64: Int64] = [:]
-        let seqs = winners.compactMap { winner in winner.write.plan.seq.map { (winner.write.device.id, $0) } }
-            + rejections.map { ($0.rejection.device.id, $0.rejection.seq) }
-        for (device, seq) in seqs { handled[device] = max(handled[device] ?? 0, seq) }
-        let stamping = (writes: winners.map(\.write), rejections: rejections.sorted { $0.index < $1.index }.map(\.rejection))
+        let stamping = Self.stamping(winners, rejections)
         // Together, the winners' records are written with the stamp: a refusal there, or at
         // COMMIT, escapes as `ConflictReason` and the batch runs again isolated.
         let entries = isolated
-            ? try await transaction.stamp(stamping.writes, rejections: stamping.rejections, lastSeqs: handled)
-            : try await transaction.writeAndStamp(stamping.writes, rejections: stamping.rejections, lastSeqs: handled)
+            ? try await transaction.stamp(stamping.writes, rejections: stamping.rejections, lastSeqs: stamping.lastSeqs)
+            : try await transaction.writeAndStamp(stamping.writes, rejections: stamping.rejections, lastSeqs: stamping.lastSeqs)
         for (winner, entry) in zip(winners, entries) {
             results[winner.index] = .done(.applied(revision: entry.revision, seq: items[winner.index].changeSet.seq, entry: entry))
         }
         return results
+    }
+
+    /// The winners' records, each at its own savepoint, once PostgreSQL refused them together:
+    /// those refused alone become rejections. Returns the winners kept.
+    private func writeIsolated(
+        _ winners: [(index: Int, write: PlannedWrite)], items: [BatchItem], results: inout [BatchResult],
+        rejections: inout [(index: Int, rejection: PlannedRejection)], in transaction: any ApplyTransaction
+    ) async throws -> [(index: Int, write: PlannedWrite)] {
+        // Its writes come before its stamp: the revision lock first, so that no value it
+        // writes is held while it waits for the lock (`lockRevisions`).
+        if !winners.isEmpty { try await transaction.lockRevisions() }
+        var kept: [(index: Int, write: PlannedWrite)] = []
+        for winner in winners {
+            try await transaction.savepoint()
+            do {
+                try await transaction.writeRecords([winner.write])
+                try await transaction.checkConstraints()
+                kept.append(winner)
+            } catch let reason as ConflictReason {
+                try await transaction.rollbackToSavepoint()
+                let item = items[winner.index]
+                results[winner.index] = .done(.rejected(reason, item.changeSet))
+                if let seq = item.changeSet.seq {
+                    rejections.append((winner.index, PlannedRejection(reason: reason, seq: seq, digest: winner.write.digest, device: item.device)))
+                }
+            }
+        }
+        return kept
+    }
+
+    /// What the stamp writes: the winners, the rejections in queue order, and each device's
+    /// last seq moved to the highest it had handled here.
+    @inline(never)
+    private static func stamping(
+        _ winners: [(index: Int, write: PlannedWrite)], _ rejections: [(index: Int, rejection: PlannedRejection)]
+    ) -> (writes: [PlannedWrite], rejections: [PlannedRejection], lastSeqs: [Int64: Int64]) {
+        var handled: [Int64: Int64] = [:]
+        let seqs = winners.compactMap { winner in winner.write.plan.seq.map { (winner.write.device.id, $0) } }
+            + rejections.map { ($0.rejection.device.id, $0.rejection.seq) }
+        for (device, seq) in seqs { handled[device] = max(handled[device] ?? 0, seq) }
+        return (winners.map(\.write), rejections.sorted { $0.index < $1.index }.map(\.rejection), handled)
+    }
+
+    /// The batch's devices, sorted, the temporary ids each maps, and how many ids each entity's creates need.
+    @inline(never)
+    private static func devices(of items: [BatchItem]) -> (devices: [Int64], wanted: [Int64: Set<Int64>], creates: [String: Int]) {
+        var wanted: [Int64: Set<Int64>] = [:], creates: [String: Int] = [:]
+        for item in items {
+            wanted[item.device.id, default: []].formUnion(item.temporaryIds)
+            // Ids for every valid create; those of sets rejected later are never used, as after a rollback.
+            if case .success(let normalized) = item.validation {
+                for create in normalized.creates { creates[create.entity, default: 0] += 1 }
+            }
+        }
+        return (Set(items.map(\.device.id)).sorted(), wanted, creates)
+    }
+
+    /// The first pass of `run`, on the devices' rows and mappings: seqs, digests, temporary
+    /// ids. Synchronous and apart, like `records(of:)`, so that its locals are not in
+    /// `run`'s frame: the leader's task keeps that frame's high-water mark for as long as its
+    /// connection lives.
+    @inline(never)
+    private func firstPass(_ items: [BatchItem], locks: [Int64: DeviceLock], known: [Int64: [Int64: TemporaryIdMapping]]) -> [Stage] {
+            var footprint = BatchFootprint()
+            var lastSeq = locks.mapValues(\.lastSeq)
+            var stages: [Stage] = []
+            // A request's seqs are admitted together, before any of them applies: a gap refuses it whole.
+            var admitted: [Int: SyncRefusal?] = [:]
+            // Behind a deferred change set of a device, its later ones wait too.
+            var waiting: Set<Int64> = []
+            for item in items {
+                let device = item.device.id
+                guard let lock = locks[device] else { stages.append(.result(.failed(SyncRefusal.deviceGone))); continue }
+                if lock.revoked { stages.append(.result(.failed(SyncRefusal.deviceRevoked))); continue }
+                if waiting.contains(device) || footprint.blocks(device: device, temporaryIds: item.temporaryIds) {
+                    waiting.insert(device)
+                    stages.append(.result(.deferred))
+                    continue
+                }
+                if admitted[item.job] == nil {
+                    let seqs = items.filter { $0.job == item.job }.compactMap(\.changeSet.seq)
+                    do {
+                        _ = try SeqRules.admit(seqs, last: lastSeq[device] ?? 0)
+                        admitted[item.job] = .some(nil)
+                    } catch {
+                        admitted[item.job] = error
+                    }
+                }
+                if case .some(.some(let refusal)) = admitted[item.job] { stages.append(.result(.failed(refusal))); continue }
+                let mapped = known[device] ?? [:]
+                let digest = item.digest ?? SeqDigest.of(item.changeSet, known: mapped, schema: schema)
+                if let seq = item.changeSet.seq {
+                    let admission: SeqRules.Admission
+                    do {
+                        admission = try SeqRules.admit(seq, last: lastSeq[device] ?? 0)
+                    } catch {
+                        stages.append(.result(.failed(error)))
+                        continue
+                    }
+                    if admission == .repeated {
+                        // Handled earlier in this batch: its outcome is stored once the batch commits.
+                        if footprint.handled(device: device, seq: seq) {
+                            waiting.insert(device)
+                            stages.append(.result(.deferred))
+                        } else {
+                            stages.append(.repeated(seq: seq, last: lock.lastSeq, digest: digest))
+                        }
+                        continue
+                    }
+                    lastSeq[device] = seq
+                }
+                switch item.validation.flatMap({ TemporaryIdResolver.resolve($0, schema: schema, known: mapped) }) {
+                case .failure(let reason): stages.append(.rejected(reason, digest: digest))
+                case .success(let resolved): stages.append(.resolved(resolved, digest: digest))
+                }
+                // Only the ids it creates: those it merely uses are mapped already, and others may use them too.
+                let creating = (try? item.validation.get())?.creates.map(\.temporaryId) ?? []
+                footprint.add(device: device, seq: item.changeSet.seq, created: creating, reads: [], writes: [])
+            }
+        return stages
+    }
+
+    /// The records the resolved change sets write (to lock with their versions) and refer to, sorted.
+    @inline(never)
+    private static func records(of stages: [Stage]) -> (lockTargets: [RecordKey], referenced: [RecordKey]) {
+        var lockTargets: Set<RecordKey> = [], referenced: Set<RecordKey> = []
+        for case .resolved(let resolved, _) in stages {
+            lockTargets.formUnion(ApplyPlanner.lockTargets(resolved))
+            referenced.formUnion(resolved.referencedRecords)
+        }
+        return (lockTargets.sorted(), referenced.sorted())
     }
 
     private enum Planned {
@@ -317,6 +358,7 @@ struct ChangeSetApplier: Sendable {
     }
 
     /// The outcome a repeated seq gets again, once its content is known to be the same change set.
+    @inline(never)
     private func repeatedOutcome(
         seq: Int64, last: Int64, digest: [UInt8], sent: ChangeSet, device: Device, in transaction: any ApplyTransaction
     ) async throws -> BatchResult {
