@@ -261,14 +261,13 @@ public final class RedisChangeLog: ChangeLog {
         }
         guard revision >= state.horizon, revision < state.head else { return (state, CatchUpPage(entries: [], more: false, source: "redis")) }
         // Most pages are whole: `complete`'s frame only for those with a hole.
-        if let whole = wholePage(read) { return (state, whole) }
+        if read.hole == nil { return (state, wholePage(read)) }
         return (state, try await complete(read, after: revision, through: state.head, device: device, limits: limits, form: form, keys: keys))
     }
 
-    /// The cache's page when it has no hole (counted as hits).
+    /// The cache's page of a read without a hole (counted as hits).
     @inline(never)
-    private func wholePage(_ read: CacheRead) -> CatchUpPage? {
-        guard read.hole == nil else { return nil }
+    private func wholePage(_ read: CacheRead) -> CatchUpPage {
         metrics.recordCache("hits", count: read.entries.count)
         return CatchUpPage(entries: read.entries, more: read.more, source: "redis", authors: read.authors)
     }
@@ -289,9 +288,8 @@ public final class RedisChangeLog: ChangeLog {
         _ read: CacheRead, after revision: Int64, through head: Int64, device: Device, limits: CatchUpLimits, form: EntryForm,
         keys: CacheKeys
     ) async throws -> CatchUpPage {
-        if let whole = wholePage(read) { return whole }
+        guard let hole = read.hole else { return wholePage(read) }
         metrics.recordCache("hits", count: read.entries.count)
-        guard let hole = read.hole else { return CatchUpPage(entries: read.entries, more: read.more, source: "redis", authors: read.authors) }
         var authors = read.authors
         var pager = CatchUpPager(limits: limits)
         var entries: [LogEntry] = []
