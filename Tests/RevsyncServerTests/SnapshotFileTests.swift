@@ -199,10 +199,15 @@ import Testing
     /// About 8 MB of JSON: more than a socket's buffers hold.
     static func seedVolume(_ live: LiveServer) async throws {
         let logger = live.server.database.logger
+        // Not bounded by the server's statement timeout (5 s in one test): on two cores loaded by
+        // the whole suite this insert has taken longer, and the test then failed in its setup.
         _ = try await live.server.postgres.withConnection { connection in
+            try await connection.query("BEGIN", logger: logger)
+            try await connection.query("SET LOCAL statement_timeout = 0", logger: logger)
             try await connection.query(
                 "INSERT INTO notes (revision, rs_writer, body, pinned) SELECT 1, 0, repeat('n', 380) || g, false FROM generate_series(1, 20000) AS g",
                 logger: logger)
+            try await connection.query("COMMIT", logger: logger)
         }
     }
 
