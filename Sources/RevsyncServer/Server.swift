@@ -120,8 +120,7 @@ public struct Server: Sendable {
     /// The routes: each controller decodes, authenticates once and calls its service.
     func buildRouter() -> Router<RevsyncRequestContext> {
         let router = Router(context: RevsyncRequestContext.self)
-        router.middlewares.add(ObservationMiddleware(metrics: metrics))
-        router.middlewares.add(InFlightLimitMiddleware(limit: settings.maxRequestsInFlight, count: inFlight))
+        router.middlewares.add(ObservationMiddleware(metrics: metrics, maxInFlight: settings.maxRequestsInFlight, inFlight: inFlight))
         let bodyReader = sync.bodyReader
         let authenticator = sync.authenticator
         sync.addRoutes(to: router)

@@ -3,20 +3,29 @@ import NIOCore
 import NIOHTTP1
 import RevsyncRules
 
-/// Counts every request by route and status, and turns errors that are not the contract's
+/// Caps the requests in flight and counts every request by route and status, and turns errors that are not the contract's
 /// into its JSON bodies: the rules' refusals and the stores' failures into theirs, an unknown route into `404 not_found`, a request cut short by its
 /// client into `400 invalid_request`, and anything unexpected into a 500 (the details go to
 /// the log, with the request id). A request that waits for a commit (long-poll) held by its
 /// connection (`ParkedSyncHandler`) is counted when its answer is written, with its status
 /// (`HeldRequestRecord`): its duration is the server's work up to the wait, and
 /// `revsync_sync_wake_to_answer_seconds` times the answer after it.
+///
+/// Past `maxInFlight` requests being handled at once it answers `503 unavailable` with
+/// `Retry-After`, so a burst queues at the clients instead of in the server's memory. The cap
+/// is here rather than in a middleware of its own: each middleware is another level of frames
+/// on every connection's task, which keeps them for as long as the connection lives.
 struct ObservationMiddleware: RouterMiddleware {
     typealias Context = RevsyncRequestContext
     let metrics: ServerMetrics
+    let maxInFlight: Int
+    let inFlight: BoundedCount
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let started = ContinuousClock.now
         do {
+            try enter()
+            defer { inFlight.leave() }
             let response = try await next(request, context)
             recordAnswered(response.status.code, context: context, started: started)
             return response
@@ -28,6 +37,13 @@ struct ObservationMiddleware: RouterMiddleware {
     // The work around the route is synchronous and kept out of `handle`: an async function's
     // frame lives on its task's allocator, which keeps its high-water mark for the
     // connection's lifetime, so every byte here would be held by each waiting request.
+
+    @inline(never)
+    private func enter() throws {
+        guard inFlight.enter(limit: maxInFlight) else {
+            throw SyncError(.unavailable, "the server is handling \(maxInFlight) requests already: retry shortly", retryAfterSeconds: 1)
+        }
+    }
 
     @inline(never)
     private func recordAnswered(_ status: Int, context: Context, started: ContinuousClock.Instant) {
