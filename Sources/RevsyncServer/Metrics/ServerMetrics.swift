@@ -2,9 +2,14 @@ import CoreMetrics
 import Foundation
 import Prometheus
 import RevsyncWire
+import Synchronization
 
 /// The server's metrics, recorded with swift-metrics into its own Prometheus registry
 /// (one per application, so tests can run several servers in one process).
+///
+/// Every metric is made once and kept (`Handles`): making one asks the registry, which checks
+/// the name and labels character by character, compares the buckets and takes its lock, and
+/// that cost several times per request (a waiting device's answer records four metrics).
 public struct ServerMetrics: Sendable {
     public let registry: PrometheusCollectorRegistry
     let factory: PrometheusMetricsFactory
@@ -12,6 +17,7 @@ public struct ServerMetrics: Sendable {
     /// The schema's entity names: the only `entity` labels, so a client naming made-up
     /// entities cannot grow `/metrics` (anything else is counted as `unknown`).
     private let entities: Set<String>
+    private let handles: Handles
 
     public init(entities: Set<String> = []) {
         self.entities = entities
@@ -24,28 +30,27 @@ public struct ServerMetrics: Sendable {
         factory.defaultDurationHistogramBuckets = fine
         self.factory = factory
         head = CoreMetrics.Gauge(label: "revsync_head_revision", dimensions: [], factory: factory)
+        handles = Handles(factory: factory)
     }
 
     func recordRequest(route: String, status: Int, duration: Duration) {
-        CoreMetrics.Counter(label: "revsync_http_requests_total", dimensions: [("route", route), ("status", String(status))], factory: factory).increment()
-        CoreMetrics.Timer(label: "revsync_http_request_duration_seconds", dimensions: [("route", route)], factory: factory).recordNanoseconds(duration.nanoseconds)
+        handles.counter("revsync_http_requests_total", [("route", route), ("status", String(status))]).increment()
+        handles.timer("revsync_http_request_duration_seconds", [("route", route)]).recordNanoseconds(duration.nanoseconds)
     }
 
     func recordApply(_ outcome: ApplyOutcome, changeSet: ChangeSet, duration: Duration) {
         switch outcome {
         case .applied(let revision, _, _):
             for entity in changeSet.types {
-                CoreMetrics.Counter(label: "revsync_change_sets_applied_total", dimensions: [("entity", label(entity))], factory: factory).increment()
+                handles.counter("revsync_change_sets_applied_total", [("entity", label(entity))]).increment()
             }
-            CoreMetrics.Timer(label: "revsync_apply_duration_seconds", dimensions: [], factory: factory).recordNanoseconds(duration.nanoseconds)
+            handles.timer("revsync_apply_duration_seconds").recordNanoseconds(duration.nanoseconds)
             observeHead(revision)
         case .rejected(let reason, _):
-            CoreMetrics.Counter(
-                label: "revsync_change_sets_rejected_total",
-                dimensions: [("reason", reason.code.rawValue), ("entity", reason.entity.map(label) ?? "")], factory: factory
-            ).increment()
+            handles.counter("revsync_change_sets_rejected_total", [("reason", reason.code.rawValue), ("entity", reason.entity.map(label) ?? "")])
+                .increment()
         case .repeated, .repeatedRejection:
-            CoreMetrics.Counter(label: "revsync_change_sets_repeated_total", dimensions: [], factory: factory).increment()
+            handles.counter("revsync_change_sets_repeated_total").increment()
         }
     }
 
@@ -53,29 +58,29 @@ public struct ServerMetrics: Sendable {
     func label(_ entity: String) -> String { entities.contains(entity) ? entity : "unknown" }
 
     func recordCatchUp(changeSets: Int, source: String, duration: Duration) {
-        CoreMetrics.Timer(label: "revsync_catchup_duration_seconds", dimensions: [("source", source)], factory: factory).recordNanoseconds(duration.nanoseconds)
-        CoreMetrics.Counter(label: "revsync_catchup_change_sets_total", dimensions: [], factory: factory).increment(by: changeSets)
+        handles.timer("revsync_catchup_duration_seconds", [("source", source)]).recordNanoseconds(duration.nanoseconds)
+        handles.counter("revsync_catchup_change_sets_total").increment(by: changeSets)
     }
 
     /// Cache events: "hits" and "misses" count change sets, "backfills" PostgreSQL reads that filled holes,
     /// "errors" failed Redis calls, "writes" change sets written through.
     /// A batch's transaction run again after PostgreSQL broke a deadlock or refused to serialize it.
     func recordBatchRetry(reason: String) {
-        CoreMetrics.Counter(label: "revsync_batch_retries_total", dimensions: [("reason", reason)], factory: factory).increment()
+        handles.counter("revsync_batch_retries_total", [("reason", reason)]).increment()
     }
 
     func recordCache(_ event: String, count: Int = 1) {
         guard count > 0 else { return }
-        CoreMetrics.Counter(label: "revsync_cache_\(event)_total", dimensions: [], factory: factory).increment(by: count)
+        handles.counter("revsync_cache_\(event)_total").increment(by: count)
     }
 
     func cacheUp(_ up: Bool) {
-        CoreMetrics.Gauge(label: "revsync_cache_up", dimensions: [], factory: factory).record(up ? 1 : 0)
+        handles.gauge("revsync_cache_up").record(up ? 1 : 0)
     }
 
     /// Requests waiting for a commit (long-poll) now.
     func recordWaiting(_ count: Int) {
-        CoreMetrics.Gauge(label: "revsync_sync_waiting", dimensions: [], factory: factory).record(count)
+        handles.gauge("revsync_sync_waiting").record(count)
     }
 
     /// How a wait ended: `committed` (a wake-up), `timed_out` or `released` (shutdown, or the client left).
@@ -85,12 +90,12 @@ public struct ServerMetrics: Sendable {
         case .timedOut: "timed_out"
         case .released: "released"
         }
-        CoreMetrics.Counter(label: "revsync_sync_wakeups_total", dimensions: [("reason", reason)], factory: factory).increment()
+        handles.counter("revsync_sync_wakeups_total", [("reason", reason)]).increment()
     }
 
     /// From the wake-up of a waiting request to its answer being ready.
     func recordWakeToAnswer(_ duration: Duration) {
-        CoreMetrics.Timer(label: "revsync_sync_wake_to_answer_seconds", dimensions: [], factory: factory).recordNanoseconds(duration.nanoseconds)
+        handles.timer("revsync_sync_wake_to_answer_seconds").recordNanoseconds(duration.nanoseconds)
     }
 
     func observeHead(_ revision: Int64) {
@@ -99,6 +104,51 @@ public struct ServerMetrics: Sendable {
 
     /// The Prometheus text exposition.
     public func exposition() -> String { registry.emitToString() }
+}
+
+/// The metrics made so far, by name and labels. Every label set the server records is bounded
+/// (routes, statuses, the schema's entities, rejection reasons, cache events), so this stays small.
+private final class Handles: Sendable {
+    private struct Key: Hashable {
+        let name: String
+        let labels: [String]
+    }
+
+    private let factory: PrometheusMetricsFactory
+    private let counters = Mutex<[Key: CoreMetrics.Counter]>([:])
+    private let timers = Mutex<[Key: CoreMetrics.Timer]>([:])
+    private let gauges = Mutex<[Key: CoreMetrics.Gauge]>([:])
+
+    init(factory: PrometheusMetricsFactory) {
+        self.factory = factory
+    }
+
+    func counter(_ name: String, _ labels: [(String, String)] = []) -> CoreMetrics.Counter {
+        Self.made(name, labels, in: counters) { CoreMetrics.Counter(label: name, dimensions: labels, factory: factory) }
+    }
+
+    func timer(_ name: String, _ labels: [(String, String)] = []) -> CoreMetrics.Timer {
+        Self.made(name, labels, in: timers) { CoreMetrics.Timer(label: name, dimensions: labels, factory: factory) }
+    }
+
+    func gauge(_ name: String, _ labels: [(String, String)] = []) -> CoreMetrics.Gauge {
+        Self.made(name, labels, in: gauges) { CoreMetrics.Gauge(label: name, dimensions: labels, factory: factory) }
+    }
+
+    /// The handle made before for these labels, or a new one, made under the lock so that
+    /// two requests never make the same metric twice.
+    private static func made<Handle>(
+        _ name: String, _ labels: [(String, String)], in handles: borrowing Mutex<[Key: Handle]>, make: () -> Handle
+    ) -> Handle {
+        // Label names are fixed by the caller: their values alone tell two series apart.
+        let key = Key(name: name, labels: labels.map(\.1))
+        return handles.withLock { handles in
+            if let handle = handles[key] { return handle }
+            let handle = make()
+            handles[key] = handle
+            return handle
+        }
+    }
 }
 
 extension Duration {
