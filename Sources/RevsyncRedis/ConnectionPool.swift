@@ -47,6 +47,17 @@ final class ConnectionPool: Sendable {
 
     var isShutDown: Bool { state.withLock { $0.isShutDown } }
 
+    /// The next slot's connection if it is ready, without waiting: the usual case, which needs
+    /// no async call. Nil when that slot has none yet (or a dead one); `connection()` then
+    /// takes a turn and opens it.
+    func readyConnection() -> RedisConnection? {
+        state.withLock { state in
+            guard !state.isShutDown, case .ready(let connection) = state.slots[state.next], connection.isUsable else { return nil }
+            state.next = (state.next + 1) % state.slots.count
+            return connection
+        }
+    }
+
     /// A working connection, opened here if its slot has none.
     /// - Throws: ``RedisError/shutDown``, or ``RedisError/connectionFailed(endpoint:reason:)``
     ///   (replayed without a new attempt within the retry delay of the last failure).

@@ -58,7 +58,15 @@ extension RedisClient {
     public func mget(_ keys: [String]) async throws -> [ByteBuffer?] {
         // MGET with no keys is a syntax error in Redis; no keys simply means no values.
         guard !keys.isEmpty else { return [] }
-        let reply = try await command(["MGET"] + keys)
+        let arguments = (["MGET"] + keys).map { ByteBuffer(string: $0) }
+        // Every catch-up reads with MGET: with a ready connection, its reply is awaited here,
+        // one small frame deep, instead of through `command`'s calls, whose frames the caller's
+        // task would keep for as long as it lives (a connection's task, a waiting device's too).
+        let reply = if let connection = pool.readyConnection() {
+            try await connection.reply(of: connection.submit(arguments)).throwingServerError()
+        } else {
+            try await command(arguments)
+        }
         guard case .array(let values) = reply, values.count == keys.count else {
             throw RedisError.unexpectedReply(expected: "an array of \(keys.count) values", got: reply)
         }

@@ -69,11 +69,34 @@ final class RedisConnection: Sendable {
 
     /// Sends one command and waits for its reply. An error reply is returned, not thrown.
     func execute(_ arguments: [ByteBuffer]) async throws(RedisError) -> RedisValue {
+        try await reply(of: submit(arguments))
+    }
+
+    /// Sends one command; its reply, an error reply included, completes the future. Apart from
+    /// `execute` so that a caller can await the future itself: one small frame on its task
+    /// instead of a call's frames (a task keeps the deepest it ever needed for as long as it lives).
+    func submit(_ arguments: [ByteBuffer]) -> EventLoopFuture<RedisValue> {
         var bytes = channel.allocator.buffer(capacity: arguments.reduce(16) { $0 + $1.readableBytes + 16 })
-        try RESPCommandEncoder.encode(arguments, into: &bytes)
-        let replies = try await send(bytes, replyCount: 1)
-        guard let reply = replies.first, replies.count == 1 else { throw .protocolError("expected 1 reply, got \(replies.count)") }
-        return reply
+        do {
+            try RESPCommandEncoder.encode(arguments, into: &bytes)
+        } catch {
+            return channel.eventLoop.makeFailedFuture(error)
+        }
+        return submit(bytes, replyCount: 1).flatMapThrowing { replies throws(RedisError) in
+            guard let reply = replies.first, replies.count == 1 else { throw .protocolError("expected 1 reply, got \(replies.count)") }
+            return reply
+        }
+    }
+
+    /// The reply `submit` promised; every failure as a ``RedisError``.
+    func reply(of future: EventLoopFuture<RedisValue>) async throws(RedisError) -> RedisValue {
+        do {
+            return try await future.get()
+        } catch let error as RedisError {
+            throw error
+        } catch {
+            throw .connectionLost(endpoint: endpoint, reason: "\(error)")
+        }
     }
 
     /// Sends all commands in one write and waits for one reply per command.
@@ -94,19 +117,24 @@ final class RedisConnection: Sendable {
     }
 
     private func send(_ bytes: ByteBuffer, replyCount: Int) async throws(RedisError) -> [RedisValue] {
+        do {
+            return try await submit(bytes, replyCount: replyCount).get()
+        } catch let error as RedisError {
+            throw error
+        } catch {
+            throw .connectionLost(endpoint: endpoint, reason: "\(error)")
+        }
+    }
+
+    /// Writes `bytes`; the future completes with `replyCount` replies, or fails with a ``RedisError``.
+    private func submit(_ bytes: ByteBuffer, replyCount: Int) -> EventLoopFuture<[RedisValue]> {
         let promise = channel.eventLoop.makePromise(of: [RedisValue].self)
         // A write that never reaches the handler (the channel closed and took its handlers away)
         // must still fail its caller; when the handler has already answered, this does nothing.
         channel.writeAndFlush(RedisRequest(bytes: bytes, replyCount: replyCount, promise: promise)).whenFailure { [endpoint] error in
             promise.fail(error as? RedisError ?? .connectionLost(endpoint: endpoint, reason: "\(error)"))
         }
-        do {
-            return try await promise.futureResult.get()
-        } catch let error as RedisError {
-            throw error
-        } catch {
-            throw .connectionLost(endpoint: endpoint, reason: "\(error)")
-        }
+        return promise.futureResult
     }
 
     /// A connect failure in the words an operator would search for.

@@ -39,117 +39,74 @@ extension RedisChangeLog {
     /// - Parameters:
     ///   - floor: read at least this far (the caller's own commits), whatever the cached head says.
     ///   - own: revisions the caller knows are the device's own: their author form is asked for at once.
+    ///
+    /// The read's state is a `CacheReading` on the heap and its steps are synchronous methods
+    /// of it: this function only awaits Redis between them, so that its frame stays small. The
+    /// request's task keeps the high-water mark of its frames for as long as its connection
+    /// lives, and every catch-up with something to read comes through here.
+    @inline(never)
     func readCache(
         after revision: Int64, floor: Int64?, own: Set<Int64>, device: Device, limits: CatchUpLimits, form: EntryForm, keys: CacheKeys
     ) async throws -> CacheRead {
-        let key = { (number: Int64) -> CacheSlot in
-            switch form {
-            case .plain: own.contains(number) ? .author(number) : .entry(number)
-            case .deflated: own.contains(number) ? .authorDeflated(number) : .deflated(number)
-            }
-        }
-        // A piece goes chained when the answer sends the public form of the revision before it
-        // just before it: not first in the answer, not after (or being) the caller's own.
-        let piece = { (span: CachedRun.Span) -> Piece in
-            let first = Piece(span: span, chained: false).first
-            let chained = form == .deflated && first - 1 > revision && !own.contains(first - 1) && !own.contains(first)
-            return Piece(span: span, chained: chained)
-        }
-        // A gzip answer takes the longest aligned runs that fit the range and hold none of the caller's commits.
-        let pieces = { (first: Int64, last: Int64) -> [Piece] in
-            (form == .plain ? (first...last).map { CachedRun.Span.single($0) } : CachedRun.cover(first, last, excluding: own)).map(piece)
-        }
-        let pieceKey = { (piece: Piece) -> CacheSlot in
-            switch (piece.span, piece.chained) {
-            case (.single(let number), false): key(number)
-            case (.single(let number), true): .chained(number)
-            case (.run(let size, let index, _), false): .run(size: size, index: index)
-            case (.run(let size, let index, _), true): .chainedRun(size: size, index: index)
-            }
-        }
-        // A device may send any maxRevision up to Int64.max (it is refused after this read): saturate, never trap.
-        let plus = { (a: Int64, b: Int64) in a.addingReportingOverflow(b).overflow ? Int64.max : a + b }
-        let pageEnd = plus(revision, Int64(limits.maxChangeSets))
-        // Reading stops at the byte limit: a chunk holds about as many entries as the limit takes.
-        let chunk = Int64(max(16, min(limits.maxChangeSets, limits.maxBytes / max(64, Int(averageBytesPerForm)))))
-        let guess = min(pageEnd, plus(revision, chunk), max(revision, knownHead, floor ?? 0))
-        var pending = revision < guess ? pieces(revision + 1, guess) : []
-        let head: Int64, horizon: Int64
-        var values: [ByteBuffer?]
-        let pendingKeys = pending.map(pieceKey)
-        if let known = stateForMemoryRead(floor: floor), let held = recentValues.values(pendingKeys) {
-            // Every piece is one this instance committed a moment ago: no round trip at all.
-            (head, horizon, values) = (known.head, known.horizon, held)
-            metrics.recordCache("memory_reads")
-        } else {
-            values = try await redis.mget([keys.head, keys.horizon] + pendingKeys.map(keys.key))
-            guard let cachedHead = values[0].flatMap({ Int64(String(buffer: $0)) }),
-                let cachedHorizon = values[1].flatMap({ Int64(String(buffer: $0)) })
-            else {
-                return CacheRead(state: nil, entries: [], more: false, hole: plus(revision, 1))
-            }
-            (head, horizon) = (cachedHead, cachedHorizon)
-            remember(LogState(head: head, horizon: horizon))
-            values.removeFirst(2)
-        }
-        let through = min(pageEnd, max(head, floor ?? 0))
-        var pager = CatchUpPager(limits: limits)
-        var read = ReadEntries()
-        var authors: Set<Int64> = []
-        var position = revision
-        let stop = { (hole: Int64?) in
-            let more = hole == nil && (pager.full || position < max(head, floor ?? 0))
-            var result: CacheRead
-            if let finished = Self.finished(read, head: head, horizon: horizon, hole: hole, more: more, own: own, device: device) {
-                result = finished
-            } else {
-                result = try await self.finish(
-                    read, head: head, horizon: horizon, hole: hole, more: more, own: own, device: device, limits: limits, form: form, keys: keys)
-            }
-            result.authors = authors
-            return result
+        let reading = reading(after: revision, floor: floor, own: own, device: device, limits: limits, form: form)
+        if !beganFromMemory(reading) {
+            let values = try await redis.mget(reading.firstKeys(keys))
+            if let uncached = began(reading, cached: values) { return uncached }
         }
         while true {
-            try await sendAloneWhereMissing(&pending, &values, key: key, keys: keys)
+            try await sendAloneWhereMissing(&reading.pending, &reading.values, reading: reading, keys: keys)
             // Runs the caller cannot take whole (missing, or holding its own change sets) go one by one: one more MGET for all of them.
-            let broken = pending.indices.filter { index in
-                guard case .run = pending[index].span else { return false }
-                guard let value = values[index], let run = CachedRun.decode(value, chained: pending[index].chained) else { return true }
-                return run.authors.contains(device.id)
-            }
+            let broken = reading.brokenRuns()
             if !broken.isEmpty {
-                let singles = broken.map { index -> [Piece] in
-                    guard case .run(let size, _, let first) = pending[index].span else { return [] }
-                    return (first..<(first + size)).map { piece(.single($0)) }
-                }
-                let fetched = try await fetchValues(singles.flatMap { $0 }.map(pieceKey), keys: keys)
-                Self.expand(&pending, &values, broken: broken, into: singles, fetched: fetched)
+                let singles = reading.singles(of: broken)
+                let fetched = try await fetchValues(reading.keys(of: singles.flatMap { $0 }), keys: keys)
+                Self.expand(&reading.pending, &reading.values, broken: broken, into: singles, fetched: fetched)
                 // Chained singles of a broken run may be missing too: the loop's first step again.
                 continue
             }
             var index = 0
             taking: while true {
-                switch Self.take(
-                    pending, values, from: &index, through: through, device: device, form: form, pager: &pager, read: &read, authors: &authors,
-                    position: &position)
-                {
+                switch reading.take(from: &index) {
                 case .stop(let hole):
-                    return try await stop(hole)
+                    return try await ended(reading, hole: hole, keys: keys)
                 case .split(let first, let size):
                     // Ending the page inside (or gone since): one by one, the pager decides where.
-                    var singles = (first..<(first + size)).map { piece(.single($0)) }
-                    var fetched = try await fetchValues(singles.map(pieceKey), keys: keys)
-                    try await sendAloneWhereMissing(&singles, &fetched, key: key, keys: keys)
-                    pending.replaceSubrange(index..<index, with: singles)
-                    values.replaceSubrange(index..<index, with: fetched)
+                    var singles = reading.singles(first: first, size: size)
+                    var fetched = try await fetchValues(reading.keys(of: singles), keys: keys)
+                    try await sendAloneWhereMissing(&singles, &fetched, reading: reading, keys: keys)
+                    reading.insert(singles, fetched, at: index)
                 case .taken:
                     break taking
                 }
             }
-            guard position < through else { return try await stop(nil) }
-            pending = pieces(position + 1, min(through, plus(position, chunk)))
-            values = try await fetchValues(pending.map(pieceKey), keys: keys)
+            guard reading.nextChunk() else { return try await ended(reading, hole: nil, keys: keys) }
+            reading.values = try await fetchValues(reading.keys(of: reading.pending), keys: keys)
         }
+    }
+
+    @inline(never)
+    private func reading(after revision: Int64, floor: Int64?, own: Set<Int64>, device: Device, limits: CatchUpLimits, form: EntryForm) -> CacheReading {
+        CacheReading(
+            after: revision, floor: floor, own: own, device: device, limits: limits, form: form, knownHead: knownHead,
+            averageBytes: averageBytesPerForm)
+    }
+
+    /// Starts the read from what this instance holds, when it holds every piece (its own
+    /// commits of a moment ago): no round trip at all.
+    @inline(never)
+    private func beganFromMemory(_ reading: CacheReading) -> Bool {
+        guard let known = stateForMemoryRead(floor: reading.floor), let held = recentValues.values(reading.keys(of: reading.pending)) else { return false }
+        reading.begin(LogState(head: known.head, horizon: known.horizon), values: held)
+        metrics.recordCache("memory_reads")
+        return true
+    }
+
+    /// Starts the read from the first `MGET`; the read's result when the cache holds no head or horizon.
+    @inline(never)
+    private func began(_ reading: CacheReading, cached values: [ByteBuffer?]) -> CacheRead? {
+        guard let state = reading.begin(cached: values) else { return reading.uncached() }
+        remember(state)
+        return nil
     }
 
     /// What `take` stopped at.
@@ -162,55 +119,204 @@ extension RedisChangeLog {
         case split(first: Int64, size: Int64)
     }
 
-    /// Takes the read pieces from `index` on into the page, as long as they fit. Synchronous
-    /// and apart from `readCache`, so that its work does not enlarge that function's frame
-    /// (which the request's task keeps allocated for as long as its connection lives).
-    @inline(never)
-    private static func take(
-        _ pending: [Piece], _ values: [ByteBuffer?], from index: inout Int, through: Int64, device: Device, form: EntryForm,
-        pager: inout CatchUpPager, read: inout ReadEntries, authors: inout Set<Int64>, position: inout Int64
-    ) -> Taken {
-        while index < pending.count {
-            let (item, value) = (pending[index], values[index])
-            index += 1
-            switch item.span {
-            case .run(let size, _, let first):
-                guard first + size - 1 <= through else { return .stop(hole: nil) }
-                guard let value, let run = CachedRun.decode(value, chained: item.chained), !run.authors.contains(device.id),
-                    pager.admitRun(count: Int(size), size: run.fragment.length - (item.chained ? 1 : 0))
-                else { return .split(first: first, size: size) }
-                read.append(
-                    LogEntry(revision: first, body: item.chained ? .chained(run.fragment) : .deflatedRun(run.fragment)), span: item.span, owner: nil,
-                    dictionary: run.link?.dictionary, tail: nil)
-                authors.formUnion(run.authors)
-                for number in (first + 1)..<(first + size) {
-                    read.append(LogEntry(revision: number, body: .inRun), span: nil, owner: nil, dictionary: nil, tail: number == first + size - 1 ? run.link?.tail : nil)
-                }
-                position = first + size - 1
-            case .single(let number):
-                guard number <= through else { return .stop(hole: nil) }
-                if item.chained {
-                    // Missing or unreadable ones went alone above.
-                    guard let value, let decoded = CachedEntry.decodeChained(value) else { return .stop(hole: number) }
-                    guard pager.admit(size: decoded.chained.fragment.length - 1) else { return .stop(hole: nil) }
-                    read.append(
-                        LogEntry(revision: number, body: .chained(decoded.chained.fragment)), span: item.span, owner: decoded.device,
-                        dictionary: decoded.chained.link.dictionary, tail: decoded.chained.link.tail)
-                    authors.insert(decoded.device)
-                } else {
-                    guard let value, let decoded = CachedEntry.decode(value, form: form) else { return .stop(hole: number) }
-                    guard pager.admit(size: decoded.body.size) else { return .stop(hole: nil) }
-                    // A plain fragment's CRC is its JSON's: what a chained piece after it names.
-                    let tail: UInt32? = if case .deflated(let fragment) = decoded.body { fragment.crc } else { nil }
-                    read.append(LogEntry(revision: number, body: decoded.body), span: item.span, owner: decoded.device, dictionary: nil, tail: tail)
-                    authors.insert(decoded.device)
-                }
-                position = number
+    /// One cache read: what it was asked, the pieces it is reading and what it has taken.
+    private final class CacheReading {
+        let revision: Int64
+        let floor: Int64?
+        let own: Set<Int64>
+        let device: Device
+        let limits: CatchUpLimits
+        let form: EntryForm
+        /// The last revision the page may hold.
+        let pageEnd: Int64
+        /// Reading stops at the byte limit: a chunk holds about as many entries as the limit takes.
+        let chunk: Int64
+        /// The pieces read last, and their values.
+        var pending: [Piece] = []
+        var values: [ByteBuffer?] = []
+        /// The cached state, once read.
+        private(set) var state = LogState(head: 0, horizon: 0)
+        /// Where the page may end: its end, or the head (or the caller's own commits, past it).
+        private(set) var through: Int64 = 0
+        var pager: CatchUpPager
+        var read = ReadEntries()
+        var authors: Set<Int64> = []
+        /// The last revision taken.
+        var position: Int64
+
+        @inline(never)
+        init(
+            after revision: Int64, floor: Int64?, own: Set<Int64>, device: Device, limits: CatchUpLimits, form: EntryForm, knownHead: Int64,
+            averageBytes: Double
+        ) {
+            self.revision = revision
+            self.floor = floor
+            self.own = own
+            self.device = device
+            self.limits = limits
+            self.form = form
+            pageEnd = Self.plus(revision, Int64(limits.maxChangeSets))
+            chunk = Int64(max(16, min(limits.maxChangeSets, limits.maxBytes / max(64, Int(averageBytes)))))
+            pager = CatchUpPager(limits: limits)
+            position = revision
+            // The range's end is a guess: the highest head this instance has seen.
+            let guess = min(pageEnd, Self.plus(revision, chunk), max(revision, knownHead, floor ?? 0))
+            if revision < guess { pending = pieces(revision + 1, guess) }
+        }
+
+        /// A device may send any maxRevision up to Int64.max (it is refused after this read): saturate, never trap.
+        static func plus(_ a: Int64, _ b: Int64) -> Int64 { a.addingReportingOverflow(b).overflow ? Int64.max : a + b }
+
+        // The steps are never inlined into `readCache`: an async function's frame holds the
+        // locals of everything inlined into it.
+
+        @inline(never)
+        func keys(of pieces: [Piece]) -> [CacheSlot] { pieces.map(pieceKey) }
+
+        /// The first `MGET`'s keys: the head, the horizon, then the pending pieces.
+        @inline(never)
+        func firstKeys(_ keys: CacheKeys) -> [String] { [keys.head, keys.horizon] + pending.map { keys.key(pieceKey($0)) } }
+
+        /// The read of a cache that holds no head or horizon.
+        @inline(never)
+        func uncached() -> CacheRead { CacheRead(state: nil, entries: [], more: false, hole: Self.plus(revision, 1)) }
+
+        /// The singles of a run, to read one by one.
+        @inline(never)
+        func singles(first: Int64, size: Int64) -> [Piece] { (first..<(first + size)).map { piece(.single($0)) } }
+
+        /// Puts `singles` and their values before the pending piece at `index`.
+        @inline(never)
+        func insert(_ singles: [Piece], _ fetched: [ByteBuffer?], at index: Int) {
+            pending.replaceSubrange(index..<index, with: singles)
+            values.replaceSubrange(index..<index, with: fetched)
+        }
+
+        /// Starts from a state known without a read, with the pieces' values.
+        @inline(never)
+        func begin(_ state: LogState, values: [ByteBuffer?]) {
+            self.state = state
+            self.values = values
+            through = min(pageEnd, max(state.head, floor ?? 0))
+        }
+
+        /// Starts from the first `MGET`: the head, the horizon, then the pieces. Nil when the
+        /// cache holds no head or horizon.
+        @inline(never)
+        func begin(cached values: [ByteBuffer?]) -> LogState? {
+            guard let head = values[0].flatMap({ Int64(String(buffer: $0)) }), let horizon = values[1].flatMap({ Int64(String(buffer: $0)) }) else {
+                return nil
+            }
+            let state = LogState(head: head, horizon: horizon)
+            begin(state, values: Array(values.dropFirst(2)))
+            return state
+        }
+
+        /// The next chunk's pieces, when the page goes on past what was taken.
+        @inline(never)
+        func nextChunk() -> Bool {
+            guard position < through else { return false }
+            pending = pieces(position + 1, min(through, Self.plus(position, chunk)))
+            return true
+        }
+
+        /// Whether there is more after the page, when it ends at `hole`.
+        func more(hole: Int64?) -> Bool {
+            hole == nil && (pager.full || position < max(state.head, floor ?? 0))
+        }
+
+        func key(_ number: Int64) -> CacheSlot {
+            switch form {
+            case .plain: own.contains(number) ? .author(number) : .entry(number)
+            case .deflated: own.contains(number) ? .authorDeflated(number) : .deflated(number)
             }
         }
-        return .taken
-    }
 
+        /// A piece goes chained when the answer sends the public form of the revision before it
+        /// just before it: not first in the answer, not after (or being) the caller's own.
+        func piece(_ span: CachedRun.Span) -> Piece {
+            let first = Piece(span: span, chained: false).first
+            let chained = form == .deflated && first - 1 > revision && !own.contains(first - 1) && !own.contains(first)
+            return Piece(span: span, chained: chained)
+        }
+
+        /// A gzip answer takes the longest aligned runs that fit the range and hold none of the caller's commits.
+        func pieces(_ first: Int64, _ last: Int64) -> [Piece] {
+            (form == .plain ? (first...last).map { CachedRun.Span.single($0) } : CachedRun.cover(first, last, excluding: own)).map(piece)
+        }
+
+        func pieceKey(_ piece: Piece) -> CacheSlot {
+            switch (piece.span, piece.chained) {
+            case (.single(let number), false): key(number)
+            case (.single(let number), true): .chained(number)
+            case (.run(let size, let index, _), false): .run(size: size, index: index)
+            case (.run(let size, let index, _), true): .chainedRun(size: size, index: index)
+            }
+        }
+
+        /// The pending runs the caller cannot take whole: missing, or holding its own change sets.
+        @inline(never)
+        func brokenRuns() -> [Int] {
+            pending.indices.filter { index in
+                guard case .run = pending[index].span else { return false }
+                guard let value = values[index], let run = CachedRun.decode(value, chained: pending[index].chained) else { return true }
+                return run.authors.contains(device.id)
+            }
+        }
+
+        /// The singles each of the `broken` runs holds.
+        @inline(never)
+        func singles(of broken: [Int]) -> [[Piece]] {
+            broken.map { index -> [Piece] in
+                guard case .run(let size, _, let first) = pending[index].span else { return [] }
+                return (first..<(first + size)).map { piece(.single($0)) }
+            }
+        }
+
+        /// Takes the read pieces from `index` on into the page, as long as they fit.
+        @inline(never)
+        func take(from index: inout Int) -> Taken {
+            while index < pending.count {
+                let (item, value) = (pending[index], values[index])
+                index += 1
+                switch item.span {
+                case .run(let size, _, let first):
+                    guard first + size - 1 <= through else { return .stop(hole: nil) }
+                    guard let value, let run = CachedRun.decode(value, chained: item.chained), !run.authors.contains(device.id),
+                        pager.admitRun(count: Int(size), size: run.fragment.length - (item.chained ? 1 : 0))
+                    else { return .split(first: first, size: size) }
+                    read.append(
+                        LogEntry(revision: first, body: item.chained ? .chained(run.fragment) : .deflatedRun(run.fragment)), span: item.span, owner: nil,
+                        dictionary: run.link?.dictionary, tail: nil)
+                    authors.formUnion(run.authors)
+                    for number in (first + 1)..<(first + size) {
+                        read.append(LogEntry(revision: number, body: .inRun), span: nil, owner: nil, dictionary: nil, tail: number == first + size - 1 ? run.link?.tail : nil)
+                    }
+                    position = first + size - 1
+                case .single(let number):
+                    guard number <= through else { return .stop(hole: nil) }
+                    if item.chained {
+                        // Missing or unreadable ones went alone above.
+                        guard let value, let decoded = CachedEntry.decodeChained(value) else { return .stop(hole: number) }
+                        guard pager.admit(size: decoded.chained.fragment.length - 1) else { return .stop(hole: nil) }
+                        read.append(
+                            LogEntry(revision: number, body: .chained(decoded.chained.fragment)), span: item.span, owner: decoded.device,
+                            dictionary: decoded.chained.link.dictionary, tail: decoded.chained.link.tail)
+                        authors.insert(decoded.device)
+                    } else {
+                        guard let value, let decoded = CachedEntry.decode(value, form: form) else { return .stop(hole: number) }
+                        guard pager.admit(size: decoded.body.size) else { return .stop(hole: nil) }
+                        // A plain fragment's CRC is its JSON's: what a chained piece after it names.
+                        let tail: UInt32? = if case .deflated(let fragment) = decoded.body { fragment.crc } else { nil }
+                        read.append(LogEntry(revision: number, body: decoded.body), span: item.span, owner: decoded.device, dictionary: nil, tail: tail)
+                        authors.insert(decoded.device)
+                    }
+                    position = number
+                }
+            }
+            return .taken
+        }
+    }
     /// Puts each broken run's singles, with their values, where the run was.
     @inline(never)
     private static func expand(_ pending: inout [Piece], _ values: inout [ByteBuffer?], broken: [Int], into singles: [[Piece]], fetched: [ByteBuffer?]) {
@@ -244,6 +350,7 @@ extension RedisChangeLog {
 
     /// The values this instance holds (`recentValues`) when it holds every one, or else an
     /// `MGET` of all of them.
+    @inline(never)
     func fetchValues(_ slots: [CacheSlot], keys: CacheKeys) async throws -> [ByteBuffer?] {
         if let held = recentValues.values(slots) {
             metrics.recordCache("memory_reads")
@@ -254,19 +361,37 @@ extension RedisChangeLog {
 
     /// A chained change set that is missing (made only where the one before was at hand) goes
     /// alone instead: its plain fragment, in one more `MGET`, only then.
+    @inline(never)
     private func sendAloneWhereMissing(
-        _ pieces: inout [Piece], _ values: inout [ByteBuffer?], key: (Int64) -> CacheSlot, keys: CacheKeys
+        _ pieces: inout [Piece], _ values: inout [ByteBuffer?], reading: CacheReading, keys: CacheKeys
     ) async throws {
         let missing = pieces.indices.filter { index in
             guard pieces[index].chained, case .single = pieces[index].span else { return false }
             return values[index].flatMap(CachedEntry.decodeChained) == nil
         }
         guard !missing.isEmpty else { return }
-        let fetched = try await fetchValues(missing.map { key(pieces[$0].first) }, keys: keys)
+        let fetched = try await fetchValues(missing.map { reading.key(pieces[$0].first) }, keys: keys)
         for (index, value) in zip(missing, fetched) {
             pieces[index] = Piece(span: pieces[index].span, chained: false)
             values[index] = value
         }
+    }
+
+    /// The read, ended at `hole` (nil: the page is full, or at its end).
+    @inline(never)
+    private func ended(_ reading: CacheReading, hole: Int64?, keys: CacheKeys) async throws -> CacheRead {
+        let more = reading.more(hole: hole)
+        let state = reading.state
+        var result: CacheRead
+        if let finished = Self.finished(reading.read, head: state.head, horizon: state.horizon, hole: hole, more: more, own: reading.own, device: reading.device) {
+            result = finished
+        } else {
+            result = try await finish(
+                reading.read, head: state.head, horizon: state.horizon, hole: hole, more: more, own: reading.own, device: reading.device,
+                limits: reading.limits, form: reading.form, keys: keys)
+        }
+        result.authors = reading.authors
+        return result
     }
 
     /// Sends alone (one more `MGET`, only then) every chained piece whose previous change set

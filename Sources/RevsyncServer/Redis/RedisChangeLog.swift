@@ -245,24 +245,82 @@ public final class RedisChangeLog: ChangeLog {
     public func catchUp(
         after revision: Int64, for device: Device, limits: CatchUpLimits, form: EntryForm
     ) async throws -> (state: LogState, page: CatchUpPage) {
-        guard let keys = usableKeys else { return try await postgres.catchUp(after: revision, for: device, limits: limits, form: form) }
-        // A device at the head, as this instance saw it a moment ago: nothing to read.
-        if let fresh = freshState, fresh.head == revision { return (fresh, CatchUpPage(entries: [], more: false, source: "redis")) }
+        // Each step is a function of its own, never inlined: an async function's frame holds
+        // the locals of everything inlined into it, and every catch-up comes through here on
+        // the request's task (which keeps its frames' high-water mark while its connection lives).
+        switch firstStep(after: revision) {
+        case .answered(let state, let page): return (state, page)
+        case .postgres: return try await catchUpWithoutCache(after: revision, for: device, limits: limits, form: form)
+        case .read(let keys): return try await catchUpFromCache(after: revision, for: device, limits: limits, form: form, keys: keys)
+        }
+    }
+
+    /// The catch-up from a cache read, the usual way.
+    @inline(never)
+    private func catchUpFromCache(
+        after revision: Int64, for device: Device, limits: CatchUpLimits, form: EntryForm, keys: CacheKeys
+    ) async throws -> (state: LogState, page: CatchUpPage) {
         let read: CacheRead
         do {
             read = try await readCache(after: revision, floor: nil, own: [], device: device, limits: limits, form: form, keys: keys)
-            health.succeeded()
         } catch let error as RedisError {
-            health.failed(error)
-            return try await postgres.catchUp(after: revision, for: device, limits: limits, form: form)
+            failed(error)
+            return try await catchUpWithoutCache(after: revision, for: device, limits: limits, form: form)
         }
-        guard let state = read.state else {
-            return try await catchUpFromPostgres(after: revision, for: device, limits: limits, form: form)
+        switch page(of: read, after: revision) {
+        case .answered(let state, let page): return (state, page)
+        case .fromPostgres: return try await catchUpFromPostgres(after: revision, for: device, limits: limits, form: form)
+        case .withHole(let state):
+            return (state, try await complete(read, after: revision, through: state.head, device: device, limits: limits, form: form, keys: keys))
         }
-        guard revision >= state.horizon, revision < state.head else { return (state, CatchUpPage(entries: [], more: false, source: "redis")) }
+    }
+
+    /// PostgreSQL's catch-up, when the cache is off or failing.
+    @inline(never)
+    private func catchUpWithoutCache(
+        after revision: Int64, for device: Device, limits: CatchUpLimits, form: EntryForm
+    ) async throws -> (state: LogState, page: CatchUpPage) {
+        try await postgres.catchUp(after: revision, for: device, limits: limits, form: form)
+    }
+
+    /// Where a catch-up starts.
+    private enum FirstStep {
+        /// The cache is off or failing: PostgreSQL answers.
+        case postgres
+        /// A device at the head, as this instance saw it a moment ago: nothing to read.
+        case answered(LogState, CatchUpPage)
+        case read(CacheKeys)
+    }
+
+    @inline(never)
+    private func firstStep(after revision: Int64) -> FirstStep {
+        guard let keys = usableKeys else { return .postgres }
+        if let fresh = freshState, fresh.head == revision { return .answered(fresh, CatchUpPage(entries: [], more: false, source: "redis")) }
+        return .read(keys)
+    }
+
+    @inline(never)
+    private func failed(_ error: RedisError) {
+        health.failed(error)
+    }
+
+    /// What a cache read gives a catch-up.
+    private enum ReadPage {
+        case answered(LogState, CatchUpPage)
+        /// The cache was flushed or never written: PostgreSQL knows, and the cache learns it.
+        case fromPostgres
+        /// The cache's page has a hole (`complete` fills it).
+        case withHole(LogState)
+    }
+
+    @inline(never)
+    private func page(of read: CacheRead, after revision: Int64) -> ReadPage {
+        health.succeeded()
+        guard let state = read.state else { return .fromPostgres }
+        guard revision >= state.horizon, revision < state.head else { return .answered(state, CatchUpPage(entries: [], more: false, source: "redis")) }
         // Most pages are whole: `complete`'s frame only for those with a hole.
-        if read.hole == nil { return (state, wholePage(read)) }
-        return (state, try await complete(read, after: revision, through: state.head, device: device, limits: limits, form: form, keys: keys))
+        if read.hole == nil { return .answered(state, wholePage(read)) }
+        return .withHole(state)
     }
 
     /// The cache's page of a read without a hole (counted as hits).
@@ -284,6 +342,7 @@ public final class RedisChangeLog: ChangeLog {
 
     /// The cache's page, with a hole (eviction, a flush, a crash between COMMIT and the cache
     /// write) filled from PostgreSQL and written back, and the page going on from there.
+    @inline(never)
     private func complete(
         _ read: CacheRead, after revision: Int64, through head: Int64, device: Device, limits: CatchUpLimits, form: EntryForm,
         keys: CacheKeys
