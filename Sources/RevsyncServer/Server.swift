@@ -52,7 +52,7 @@ public struct Server: Sendable {
         database = Database(client: postgres, logger: logger, timeout: settings.databaseTimeout)
         metrics = ServerMetrics(entities: Set(schema.entities.map(\.name)))
         migrator = Migrator(database: database, schema: schema, schemaDocument: String(decoding: schemaData, as: UTF8.self))
-        devices = DeviceStore(database: database, lookupsPerSecond: settings.tokenLookupsPerSecond)
+        devices = DeviceStore(database: database, lookupsPerSecond: settings.tokenLookupsPerSecond, batchedLookups: true)
         let postgresLog = PostgresChangeLog(database: database)
         if let url = settings.redisURL {
             let client = try RedisClient(configuration: try RedisConfiguration(url: url), logger: logger)
@@ -151,6 +151,8 @@ public struct Server: Sendable {
             postgres, pruner, DeviceChangeWatcher(devices: devices, feed: cache, logger: logger),
             SnapshotFilesService(files: snapshotFiles, spool: snapshotSpool),
         ]
+        // After PostgreSQL's client, so that it stops before it (services stop in reverse order).
+        if let lookups = devices.lookups { services.append(lookups) }
         if let redis, let cache {
             services += [RedisService(client: redis), CacheReconciler(cache: cache, interval: settings.cacheReconcileInterval)]
         }

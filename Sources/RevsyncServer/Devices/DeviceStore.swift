@@ -8,14 +8,21 @@ import RevsyncWire
 public struct DeviceStore: Sendable {
     let directory: any DeviceDirectory
     let cache: DeviceCache
+    /// Where a token the cache does not hold is looked up, in batches, when its service runs;
+    /// nil: each request looks its token up itself.
+    let lookups: DeviceLookups?
 
-    package init(directory: any DeviceDirectory, lookupsPerSecond: Int = 2000) {
+    /// - Parameter batchedLookups: look tokens the cache does not hold up through a `DeviceLookups`
+    ///   service, which whoever runs this store must run (the server does, with its other services).
+    package init(directory: any DeviceDirectory, lookupsPerSecond: Int = 2000, batchedLookups: Bool = false) {
         self.directory = directory
-        self.cache = DeviceCache(lookupsPerSecond: lookupsPerSecond)
+        let cache = DeviceCache(lookupsPerSecond: lookupsPerSecond)
+        self.cache = cache
+        self.lookups = batchedLookups ? DeviceLookups(directory: directory, cache: cache) : nil
     }
 
-    public init(database: Database, lookupsPerSecond: Int = 2000) {
-        self.init(directory: PostgresDeviceDirectory(database: database), lookupsPerSecond: lookupsPerSecond)
+    public init(database: Database, lookupsPerSecond: Int = 2000, batchedLookups: Bool = false) {
+        self.init(directory: PostgresDeviceDirectory(database: database), lookupsPerSecond: lookupsPerSecond, batchedLookups: batchedLookups)
     }
 
     /// Registers a device and returns it with its token (shown once, never stored).
@@ -40,9 +47,16 @@ public struct DeviceStore: Sendable {
 
     /// A token the cache does not hold: PostgreSQL's answer, which the cache learns. Apart
     /// from `authenticate` so that the usual request (a cache hit) does not take this path's
-    /// frame on its task, which keeps its high-water mark for as long as its connection lives.
+    /// frame on its task, which keeps its high-water mark for as long as its connection lives;
+    /// and through `DeviceLookups` where it runs, so that the look-up's calls are not on the task either.
     @inline(never)
     private func authenticateFromDirectory(_ hash: [UInt8], generation: Int) async throws -> Device? {
+        if let lookups { return try await lookups.device(hash, generation: generation) }
+        return try await authenticateInDirectory(hash, generation: generation)
+    }
+
+    @inline(never)
+    private func authenticateInDirectory(_ hash: [UInt8], generation: Int) async throws -> Device? {
         guard let row = try await directory.find(tokenHash: hash) else {
             await cache.storeUnknown(hash)
             return nil

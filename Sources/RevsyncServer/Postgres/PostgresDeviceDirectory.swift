@@ -38,6 +38,24 @@ struct PostgresDeviceDirectory: DeviceDirectory {
         return DeviceRow(device: Device(id: id, publicId: publicId, name: name, user: user, role: role), revoked: revoked)
     }
 
+    func find(tokenHashes: [[UInt8]]) async throws -> [[UInt8]: DeviceRow] {
+        let logger = database.logger
+        let bound = tokenHashes.map { ByteBuffer(bytes: $0) }
+        let rows = try await database.withConnection { connection in
+            try await connection.rows(
+                """
+                SELECT token_hash, id, public_id::text, name, user_name, role, revoked_at IS NOT NULL
+                FROM revsync_devices WHERE token_hash = ANY(\(bound))
+                """, logger)
+        }
+        var found: [[UInt8]: DeviceRow] = [:]
+        for row in rows {
+            let (hash, id, publicId, name, user, role, revoked) = try row.decode((ByteBuffer, Int64, String, String, String, String, Bool).self)
+            found[Array(hash.readableBytesView)] = DeviceRow(device: Device(id: id, publicId: publicId, name: name, user: user, role: role), revoked: revoked)
+        }
+        return found
+    }
+
     private static let infoColumns = """
         d.public_id::text, d.name, d.user_name, d.role,
         to_char(d.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),

@@ -15,6 +15,8 @@ package struct DeviceRow: Sendable {
 package protocol DeviceDirectory: Sendable {
     func insert(name: String, user: String, role: String, tokenHash: [UInt8]) async throws -> Device
     func find(tokenHash: [UInt8]) async throws -> DeviceRow?
+    /// The rows of the devices holding these token hashes, by hash; unknown ones are left out.
+    func find(tokenHashes: [[UInt8]]) async throws -> [[UInt8]: DeviceRow]
     /// `SyncRefusal.deviceGone` when it no longer exists.
     func info(_ device: Device) async throws -> DeviceInfo
     /// Every device, revoked ones included, oldest first.
@@ -27,4 +29,15 @@ package protocol DeviceDirectory: Sendable {
     func setRole(publicId: String, role: String) async throws -> DeviceInfo?
     /// Records that the devices were seen now.
     func markSeen(_ ids: [Int64]) async throws
+}
+
+extension DeviceDirectory {
+    /// One look-up after another, for a directory that has no better way.
+    package func find(tokenHashes: [[UInt8]]) async throws -> [[UInt8]: DeviceRow] {
+        var rows: [[UInt8]: DeviceRow] = [:]
+        for hash in tokenHashes {
+            if let row = try await find(tokenHash: hash) { rows[hash] = row }
+        }
+        return rows
+    }
 }
