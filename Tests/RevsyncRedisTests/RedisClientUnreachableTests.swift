@@ -23,7 +23,9 @@ import Darwin
                         return error.isUnavailable && "\(error)".contains("127.0.0.1:\(port)")
                     }
                 }
-                #expect(took < .seconds(3), "a refused connect must fail fast, not hang")
+                // Alone it takes milliseconds; the bound is only against hanging, with room for
+                // the whole suite's load (3.5 s once on a slower machine).
+                #expect(took < .seconds(10), "a refused connect must fail fast, not hang")
             }
         }
     }
