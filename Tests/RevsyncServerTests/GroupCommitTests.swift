@@ -81,9 +81,11 @@ import Testing
 
     @Test func aCommitSlowerThanTheTimeoutIsAnsweredWithItsAcknowledgementNotA503() async throws {
         // The pause sits between the stamp and COMMIT, where no statement runs: only a timer in
-        // the server could cut it short, and its COMMIT would still go through.
-        let pause: ApplyDelay = { try? await Task.sleep(for: .milliseconds(1500)) }
-        try await withTestServer(configure: { $0.databaseTimeout = .seconds(1) }, applyDelay: pause) { harness in
+        // the server could cut it short, and its COMMIT would still go through. The timeout is
+        // seconds, not one: under the whole suite's load on a slow machine an ordinary statement
+        // of this sync outlasted a one-second statement_timeout, and the 503 was that one's.
+        let pause: ApplyDelay = { try? await Task.sleep(for: .seconds(6)) }
+        try await withTestServer(configure: { $0.databaseTimeout = .seconds(5) }, applyDelay: pause) { harness in
             try await harness.warmPool(4)
             let writer = try await harness.againWhileNoConnectionFree { try await harness.register("member", name: "writer") }
             let set = changeSet(seq: 1, ("notes", EntityChanges(create: [-1], attributes: [-1: ["body": "slow", "pinned": false]])))
@@ -95,7 +97,9 @@ import Testing
     }
 
     @Test func aLockWaitLongerThanTheTimeoutIsCancelledByPostgresAndCommitsNothing() async throws {
-        try await withTestServer(configure: { $0.databaseTimeout = .seconds(1) }) { harness in
+        // Five seconds, for the same reason as above: the statements before the lock wait must
+        // not run into the timeout themselves under the suite's load.
+        try await withTestServer(configure: { $0.databaseTimeout = .seconds(5) }) { harness in
             try await harness.warmPool(4)
             let admin = try await harness.againWhileNoConnectionFree { try await harness.register("admin", name: "admin") }
             let basics = try await harness.againWhileNoConnectionFree { try await harness.seedBasics(admin) }
