@@ -33,6 +33,8 @@ public struct Server: Sendable {
     let snapshotFiles: SnapshotFiles
     /// Where JSON snapshots are written before they are sent.
     let snapshotSpool: SnapshotSpool
+    /// The tasks `POST /sync` requests run on; nil with `requestWorkers` 0.
+    let requestWorkers: RequestWorkers?
 
     /// Loads the schema and prepares the database client; nothing connects until the application runs.
     public init(settings: ServerSettings, logger: Logger, applyDelay: ApplyDelay? = nil) throws {
@@ -70,6 +72,7 @@ public struct Server: Sendable {
         var changeSets = PostgresChangeSetStore(database: database, schema: schema)
         changeSets.delayAfterStamp = applyDelay
         changeSets.metrics = metrics
+        requestWorkers = settings.requestWorkers > 0 ? RequestWorkers(size: settings.requestWorkers, metrics: metrics) : nil
         sync = SyncController(
             authenticator: Authenticator(devices: devices), bodyReader: RequestBodyReader(limits: settings.limits),
             service: SyncService(
@@ -153,6 +156,8 @@ public struct Server: Sendable {
         ]
         // After PostgreSQL's client, so that it stops before it (services stop in reverse order).
         if let lookups = devices.lookups { services.append(lookups) }
+        // Before the HTTP server, so that they stop after it: no request is under way by then.
+        if let requestWorkers { services.append(requestWorkers) }
         if let redis, let cache {
             services += [RedisService(client: redis), CacheReconciler(cache: cache, interval: settings.cacheReconcileInterval)]
         }
@@ -161,7 +166,7 @@ public struct Server: Sendable {
             CommitFeed(waiters: waiters, status: commitFeed, changeLog: changeLog, cache: cache, recheckInterval: settings.waitRecheckInterval, logger: logger))
         var app = Application(
             router: buildRouter(),
-            server: GuardedHTTP1Channel.builder(limits: settings.connections, count: BoundedCount()),
+            server: GuardedHTTP1Channel.builder(limits: settings.connections, count: BoundedCount(), workers: requestWorkers),
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "revsync"),
             services: services,
             onServerRunning: { channel in

@@ -78,8 +78,10 @@ struct Bench {
         // Every wrk connection of part (d) is the one reader device: the per-device limit (4 by
         // default) would answer the rest 503, which measures the guard, not catch-up.
         settings.maxRequestsPerDevice = ConcurrentLoad.connections.max() ?? 1
-        // Group commit and the cache's memory as the server would run them with the same environment, so settings can be compared.
+        // Group commit, the cache's memory and the request workers as the server would run them
+        // with the same environment, so settings can be compared.
         if let environment = try? ServerSettings.fromEnvironment() {
+            settings.requestWorkers = environment.requestWorkers
             settings.commitBatchSize = environment.commitBatchSize
             settings.commitBatchWait = environment.commitBatchWait
             settings.cacheMemoryRevisions = environment.cacheMemoryRevisions

@@ -112,8 +112,8 @@ struct PushBench {
             // Registering 10,000 devices logs each at info.
             "REVSYNC_LOG_LEVEL": "warning",
         ]
-        // Group commit as the caller's environment sets it, as for the other parts.
-        for name in ["REVSYNC_COMMIT_BATCH_SIZE", "REVSYNC_COMMIT_WAIT_MS"] {
+        // Group commit and the request workers as the caller's environment sets them, as for the other parts.
+        for name in ["REVSYNC_COMMIT_BATCH_SIZE", "REVSYNC_COMMIT_WAIT_MS", "REVSYNC_REQUEST_WORKERS"] {
             if let value = ProcessInfo.processInfo.environment[name] { environment[name] = value }
         }
         return environment

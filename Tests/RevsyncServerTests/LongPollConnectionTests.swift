@@ -33,9 +33,9 @@ import Testing
             let (writer, _) = try await live.server.devices.register(name: "writer", user: "writer", role: "member")
             let connection = try RawConnection(port: try #require(live.baseURL.port))
             connection.send(Self.request(token: token, wait: 60))
-            try await LongPollTests.eventually("the request waiting") { live.server.waiters.count == 1 }
+            try await eventually("the request waiting") { live.server.waiters.count == 1 }
             // Its task ends a moment after the waiter is registered; a request its task held would stay in flight.
-            try await LongPollTests.eventually("the waiting request's task ended", within: .seconds(10)) { live.server.inFlight.value == 0 }
+            try await eventually("the waiting request's task ended", within: .seconds(10)) { live.server.inFlight.value == 0 }
             #expect(live.server.waiters.count == 1)
             #expect(!live.server.metrics.exposition().contains(#"revsync_http_requests_total{route="/sync""#))
             try await Self.commitNote(live, writer)
@@ -64,7 +64,7 @@ import Testing
                 connection.send(Self.request(token: token, wait: 60))
                 connections.append(connection)
             }
-            try await LongPollTests.eventually("every request waiting", within: .seconds(20)) { live.server.waiters.count == count }
+            try await eventually("every request waiting", within: .seconds(20)) { live.server.waiters.count == count }
             try await Self.commitNote(live, writer)
             var bodies: Set<String> = []
             for connection in connections {
@@ -89,7 +89,7 @@ import Testing
             let (writer, _) = try await live.server.devices.register(name: "writer", user: "writer", role: "member")
             let connection = try RawConnection(port: try #require(live.baseURL.port))
             connection.send(Self.request(token: token, wait: 60) + "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-            try await LongPollTests.eventually("the request waiting") { live.server.waiters.count == 1 }
+            try await eventually("the request waiting") { live.server.waiters.count == 1 }
             let early = await connection.readBytes(timeout: .milliseconds(500)) { !$0.isEmpty }
             #expect(early.isEmpty)
             try await Self.commitNote(live, writer)
@@ -120,7 +120,7 @@ import Testing
             let (writer, _) = try await live.server.devices.register(name: "writer", user: "writer", role: "member")
             let connection = try RawConnection(port: try #require(live.baseURL.port))
             connection.send(Self.request(token: token, wait: 60))
-            try await LongPollTests.eventually("the phone waiting") { live.server.waiters.count == 1 }
+            try await eventually("the phone waiting") { live.server.waiters.count == 1 }
             #expect(try await live.server.devices.revoke(publicId: phone.publicId))
             try await Self.commitNote(live, writer)
             let (text, _) = await connection.readUntilClosed(timeout: .seconds(20), orUntil: "}")
@@ -139,15 +139,15 @@ import Testing
             let (_, token) = try await live.server.devices.register(name: "leaving", user: "leaving", role: "viewer")
             let connection = try RawConnection(port: try #require(live.baseURL.port))
             connection.send(Self.request(token: token, wait: 60))
-            try await LongPollTests.eventually("the request waiting") { live.server.waiters.count == 1 }
+            try await eventually("the request waiting") { live.server.waiters.count == 1 }
             connection.stopSending()
-            try await LongPollTests.eventually("the waiter gone") { live.server.waiters.count == 0 }
+            try await eventually("the waiter gone") { live.server.waiters.count == 0 }
             // Counted by the request's task as it resumes, a moment after the waiter is gone.
-            try await LongPollTests.eventually("the release counted") {
+            try await eventually("the release counted") {
                 live.server.metrics.exposition().contains(#"revsync_sync_wakeups_total{reason="released"} 1"#)
             }
             // Nothing was answered: counted as a request its client closed, as proxies log it.
-            try await LongPollTests.eventually("the request counted") {
+            try await eventually("the request counted") {
                 live.server.metrics.exposition().contains(#"revsync_http_requests_total{route="/sync",status="499"} 1"#)
             }
             #expect(!live.server.metrics.exposition().contains(#"revsync_http_requests_total{route="/sync",status="200"}"#))
@@ -187,7 +187,7 @@ import Testing
             let (_, token) = try await server.devices.register(name: "waiting", user: "waiting", role: "viewer")
             let connections = try (0..<3).map { _ in try RawConnection(port: port) }
             for connection in connections { connection.send(Self.request(token: token, wait: 60)) }
-            try await LongPollTests.eventually("every request waiting") { server.waiters.count == connections.count }
+            try await eventually("every request waiting") { server.waiters.count == connections.count }
             let stopping = ContinuousClock.now
             await group.triggerGracefulShutdown()
             for connection in connections {

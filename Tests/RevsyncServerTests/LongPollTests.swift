@@ -17,24 +17,15 @@ import Testing
         return try JSONDecoder().decode(SyncResponse.self, from: Data(body.readableBytesView))
     }
 
-    /// Polls `condition` until it holds; fails the test after `limit`.
-    static func eventually(_ what: String, within limit: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + limit
-        while try await !condition() {
-            guard ContinuousClock.now < deadline else { throw TestSetupError("\(what) did not happen within \(limit)") }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-    }
-
     @Test func aCommitOnAnotherInstanceAnswersAWaiter() async throws {
         // No re-check within the test: the wake-up comes through Redis.
         try await withTestServer(configure: { $0.waitRecheckInterval = .seconds(600) }) { first in
             let writer = try await first.register("member", name: "writer")
             let reader = try await first.register("viewer", name: "reader")
             try await first.withSecondInstance { second in
-                try await Self.eventually("the second instance subscribed") { second.server.commitFeed.isSubscribed }
+                try await eventually("the second instance subscribed") { second.server.commitFeed.isSubscribed }
                 let waiting = Task { try await Self.waiting(second, reader, from: 0, seconds: 60) }
-                try await Self.eventually("the reader waiting") { second.server.waiters.count == 1 }
+                try await eventually("the reader waiting") { second.server.waiters.count == 1 }
                 let ack = try await first.sync(writer, from: 0, CacheTests.notes(from: 1, count: 1))
                 let answer = try await waiting.value
                 #expect(answer.committed.compactMap(\.revision) == [1])
@@ -53,7 +44,7 @@ import Testing
             var readers: [TestDevice] = []
             for index in 0..<8 { readers.append(try await harness.register("viewer", name: "reader\(index)")) }
             let waiting = readers.map { reader in Task { try await Self.waiting(harness, reader, from: 0, seconds: 60) } }
-            try await Self.eventually("every reader waiting") { harness.server.waiters.count == readers.count }
+            try await eventually("every reader waiting") { harness.server.waiters.count == readers.count }
             _ = try await harness.sync(writer, from: 0, CacheTests.notes(from: 1, count: 3))
             for task in waiting {
                 let answer = try await task.value
@@ -73,7 +64,7 @@ import Testing
             for index in 0..<3 { readers.append(try await harness.register("viewer", name: "reader\(index)")) }
             for round in Int64(0)..<2 {
                 let waiting = readers.map { reader in Task { try await Self.waiting(harness, reader, from: 8 * round, seconds: 60) } }
-                try await Self.eventually("every reader waiting") { harness.server.waiters.count == readers.count }
+                try await eventually("every reader waiting") { harness.server.waiters.count == readers.count }
                 _ = try await harness.sync(writer, from: 8 * round, CacheTests.notes(from: 8 * round + 1, count: 8))
                 for task in waiting {
                     let answer = try await task.value
@@ -88,7 +79,7 @@ import Testing
         try await withTestServer { harness in
             let device = try await harness.register("member", name: "both")
             let waiting = Task { try await Self.waiting(harness, device, from: 0, seconds: 60) }
-            try await Self.eventually("the device waiting") { harness.server.waiters.count == 1 }
+            try await eventually("the device waiting") { harness.server.waiters.count == 1 }
             _ = try await harness.sync(device, from: 0, CacheTests.notes(from: 1, count: 1))
             let answer = try await waiting.value
             #expect(answer.committed.map(\.seq) == [1])
@@ -100,7 +91,7 @@ import Testing
             let writer = try await harness.register("member", name: "writer")
             let phone = try await harness.register("viewer", name: "lost phone")
             let waiting = Task { try await harness.post(phone, SyncRequest(maxRevision: 0, wait: 60), gzip: true) }
-            try await Self.eventually("the phone waiting") { harness.server.waiters.count == 1 }
+            try await eventually("the phone waiting") { harness.server.waiters.count == 1 }
             #expect(try await harness.raw("/devices/\(phone.id)", method: .delete, token: adminToken).0 == .noContent)
             _ = try await harness.sync(writer, from: 0, CacheTests.notes(from: 1, count: 1))
             let (status, body) = try await waiting.value
@@ -181,25 +172,25 @@ import Testing
             let reader = try await first.register("viewer", name: "reader")
             try await first.withSecondInstance { second in
                 // FLUSHALL while the reader waits on the second instance: the commit still reaches it.
-                try await Self.eventually("the second instance subscribed") { second.server.commitFeed.isSubscribed }
+                try await eventually("the second instance subscribed") { second.server.commitFeed.isSubscribed }
                 var waiting = Task { try await Self.waiting(second, reader, from: 0, seconds: 60) }
-                try await Self.eventually("the reader waiting") { second.server.waiters.count == 1 }
+                try await eventually("the reader waiting") { second.server.waiters.count == 1 }
                 try await RedisClient.withClient(configuration: ownRedis.configuration) { try await $0.flushAll() }
                 _ = try await first.sync(writer, from: 0, CacheTests.notes(from: 1, count: 1))
                 #expect(try await waiting.value.committed.compactMap(\.revision) == [1])
 
                 // Redis gone while it waits: no message can be published; PostgreSQL's head wakes it.
                 waiting = Task { try await Self.waiting(second, reader, from: 1, seconds: 60) }
-                try await Self.eventually("the reader waiting") { second.server.waiters.count == 1 }
+                try await eventually("the reader waiting") { second.server.waiters.count == 1 }
                 ownRedis.kill()
                 _ = try await first.sync(writer, from: 1, CacheTests.notes(from: 2, count: 1))
                 #expect(try await waiting.value.committed.compactMap(\.revision) == [2])
 
                 // Redis back (empty, as after a restart): the subscription comes back and wakes it.
                 try await ownRedis.start()
-                try await Self.eventually("the subscription back") { second.server.commitFeed.isSubscribed }
+                try await eventually("the subscription back") { second.server.commitFeed.isSubscribed }
                 waiting = Task { try await Self.waiting(second, reader, from: 2, seconds: 60) }
-                try await Self.eventually("the reader waiting") { second.server.waiters.count == 1 }
+                try await eventually("the reader waiting") { second.server.waiters.count == 1 }
                 _ = try await first.sync(writer, from: 2, CacheTests.notes(from: 3, count: 1))
                 #expect(try await waiting.value.committed.compactMap(\.revision) == [3])
             }
@@ -212,7 +203,7 @@ import Testing
             let reader = try await first.register("viewer", name: "reader")
             try await first.withSecondInstance { second in
                 let waiting = Task { try await Self.waiting(second, reader, from: 0, seconds: 60) }
-                try await Self.eventually("the reader waiting") { second.server.waiters.count == 1 }
+                try await eventually("the reader waiting") { second.server.waiters.count == 1 }
                 _ = try await first.sync(writer, from: 0, CacheTests.notes(from: 1, count: 1))
                 #expect(try await waiting.value.committed.compactMap(\.revision) == [1])
             }

@@ -181,7 +181,7 @@ import Testing
             let head = try await harness.head()
             try await Task.sleep(for: .milliseconds(1100))
             #expect(try await Self.fetch(harness, admin).1[SnapshotHeaders.revision] == String(first))
-            try await LongPollTests.eventually("the rebuilt file served") {
+            try await eventually("the rebuilt file served") {
                 try await Self.fetch(harness, admin).1[SnapshotHeaders.revision] == String(head)
             }
             #expect(await harness.server.snapshotFiles.builds == 2)

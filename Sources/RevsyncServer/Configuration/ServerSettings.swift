@@ -17,6 +17,11 @@ public struct ServerSettings: Sendable {
     public var connections = ConnectionLimits()
     /// Requests handled at once per instance; past it, `503` with `Retry-After`.
     public var maxRequestsInFlight = 1024
+    /// Tasks kept to run `POST /sync` requests apart from the connections' tasks, so that a
+    /// connection (a waiting device's) does not keep a request's frames for as long as it
+    /// lives (`RequestWorkers`: held ones are replaced, up to 16 times as many). 0 runs every
+    /// request on its connection's task.
+    public var requestWorkers = 256
     /// `POST /sync` requests of one device under way at once per instance; past it, `503`.
     public var maxRequestsPerDevice = 4
     /// Look-ups of tokens not in the cache per second and instance; past it, `503` with `Retry-After`.
@@ -139,6 +144,7 @@ public struct ServerSettings: Sendable {
         if let n = try integer("REVSYNC_DB_CONNECTIONS") { settings.databaseConnections = max(2, n) }
         if let n = try integer("REVSYNC_COMMIT_BATCH_SIZE") { settings.commitBatchSize = min(64, max(1, n)) }
         if let n = try integer("REVSYNC_COMMIT_WAIT_MS") { settings.commitBatchWait = .milliseconds(max(0, n)) }
+        if let n = try integer("REVSYNC_REQUEST_WORKERS") { settings.requestWorkers = max(0, n) }
         if let n = try integer("REVSYNC_MAX_WAIT_SECONDS") { settings.maxWait = .seconds(n) }
         if let n = try integer("REVSYNC_WAIT_RECHECK_MS") { settings.waitRecheckInterval = .milliseconds(max(10, n)) }
         if let url = value("REVSYNC_REDIS_URL") { settings.redisURL = url == "off" ? nil : url }

@@ -78,6 +78,12 @@ public struct ServerMetrics: Sendable {
         handles.gauge("revsync_cache_up").record(up ? 1 : 0)
     }
 
+    /// Where a `POST /sync` request ran: on a worker (`RequestWorkers`), or on its connection's
+    /// task because no worker was free in time.
+    func recordRequestPlacement(onWorker: Bool) {
+        handles.counter("revsync_sync_request_tasks_total", [("task", onWorker ? "worker" : "connection")]).increment()
+    }
+
     /// Requests waiting for a commit (long-poll) now.
     func recordWaiting(_ count: Int) {
         handles.gauge("revsync_sync_waiting").record(count)

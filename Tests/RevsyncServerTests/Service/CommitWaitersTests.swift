@@ -8,14 +8,6 @@ import Testing
 
 /// The waiters' registry and the shared read, without a server.
 @Suite(.timeLimit(.minutes(1))) struct CommitWaitersTests {
-    static func eventually(_ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(20)
-        while !condition() {
-            guard ContinuousClock.now < deadline else { throw TestSetupError("the condition did not hold within 20 s") }
-            try await Task.sleep(for: .milliseconds(5))
-        }
-    }
-
     let waiters = CommitWaiters(timers: MultiThreadedEventLoopGroup.singleton)
 
     /// A waiter whose ending is awaited; `ticket` hears its ticket.
@@ -30,7 +22,7 @@ import Testing
         waiters.advance(to: 10)
         let behind = Task { await wait(after: 10, for: .seconds(30)) }
         let ahead = Task { await wait(after: 12, for: .seconds(30)) }
-        try await Self.eventually { waiters.count == 2 }
+        try await eventually { waiters.count == 2 }
         waiters.advance(to: 11)
         #expect(await behind.value.ending == .committed)
         #expect(waiters.count == 1)
@@ -64,7 +56,7 @@ import Testing
             endings.value.withLock { $0.append("long") }
             return result.ending
         }
-        try await Self.eventually { waiters.count == 1 }
+        try await eventually { waiters.count == 1 }
         let short = await wait(after: 0, for: .milliseconds(50))
         endings.value.withLock { $0.append("short") }
         #expect(short.ending == .timedOut)
@@ -83,7 +75,7 @@ import Testing
         for _ in 0..<100 {
             released.append(Task { await wait(after: 0, for: .seconds(8)) { ticket in tickets.value.withLock { $0.append(ticket) } } })
         }
-        try await Self.eventually { waiters.count == 100 }
+        try await eventually { waiters.count == 100 }
         for ticket in tickets.value.withLock({ $0 }) { waiters.release(ticket) }
         for task in released { #expect(await task.value.ending == .released) }
         #expect(await wait(after: 0, for: .milliseconds(8_500)).ending == .timedOut)
@@ -92,7 +84,7 @@ import Testing
 
     @Test func closingReleasesEveryWaiterAndLaterOnesAtOnce() async throws {
         let first = Task { await wait(after: 0, for: .seconds(30)) }
-        try await Self.eventually { waiters.count == 1 }
+        try await eventually { waiters.count == 1 }
         waiters.close()
         #expect(await first.value.ending == .released)
         #expect(await wait(after: 0, for: .seconds(30)).ending == .released)
@@ -101,9 +93,9 @@ import Testing
     @Test func releasingATicketEndsThatWaiterAlone() async throws {
         let tickets = Mutex<[CommitWaiters.Ticket]>([])
         let first = Task { await wait(after: 0, for: .seconds(30)) { ticket in tickets.withLock { $0.append(ticket) } } }
-        try await Self.eventually { waiters.count == 1 }
+        try await eventually { waiters.count == 1 }
         let second = Task { await wait(after: 0, for: .seconds(30)) }
-        try await Self.eventually { waiters.count == 2 }
+        try await eventually { waiters.count == 2 }
         waiters.release(try #require(tickets.withLock { $0.first }))
         #expect(await first.value.ending == .released)
         #expect(waiters.count == 1)

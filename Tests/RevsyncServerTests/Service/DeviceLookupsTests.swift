@@ -64,7 +64,7 @@ import Testing
                 })
             }
             // All wait before the service starts: it finds them together.
-            try await Self.eventually { lookups.waitingCount == 300 }
+            try await eventually { lookups.waitingCount == 300 }
             group.addTask { try await lookups.run() }
             for task in asking { try await task.value }
             #expect(directory.batches.withLock { $0 } == [DeviceLookups.batchSize, 300 - DeviceLookups.batchSize])
@@ -98,13 +98,5 @@ import Testing
         try await running.value
         let refusal = await #expect(throws: SyncRefusal.self) { try await lookups.device(Self.hash("any"), generation: 0) }
         #expect(refusal?.code == .unavailable)
-    }
-
-    static func eventually(_ condition: @Sendable () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(20)
-        while !condition() {
-            guard ContinuousClock.now < deadline else { throw TestSetupError("the condition did not hold within 20 s") }
-            try await Task.sleep(for: .milliseconds(5))
-        }
     }
 }
