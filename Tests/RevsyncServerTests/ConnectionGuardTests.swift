@@ -21,9 +21,11 @@ import Testing
             // One more header line after half the timeout does not buy more time.
             try await Task.sleep(for: .milliseconds(500))
             connection.send("X-Slow: 1\r\n")
-            let (_, closed) = await connection.readUntilClosed(timeout: .seconds(5))
+            // Bounds of seconds past the 1 s timeout: under the whole suite's load on a slow
+            // machine the close came 3.4 s after the first byte. They still tell a cut from none.
+            let (_, closed) = await connection.readUntilClosed(timeout: .seconds(10))
             #expect(closed)
-            #expect(ContinuousClock.now - started < .seconds(3))
+            #expect(ContinuousClock.now - started < .seconds(8))
         }
     }
 
@@ -40,9 +42,9 @@ import Testing
             let connection = try RawConnection(port: try #require(live.baseURL.port))
             connection.send("POST /sync HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"maxRev")
             let started = ContinuousClock.now
-            let (_, closed) = await connection.readUntilClosed(timeout: .seconds(5))
+            let (_, closed) = await connection.readUntilClosed(timeout: .seconds(10))
             #expect(closed)
-            #expect(ContinuousClock.now - started < .seconds(3))
+            #expect(ContinuousClock.now - started < .seconds(8))
         }
     }
 

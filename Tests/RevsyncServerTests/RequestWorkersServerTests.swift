@@ -26,7 +26,10 @@ import Testing
             let (answered, _) = await first.readUntilClosed(timeout: .seconds(30), orUntil: #""maxRevision""#)
             #expect(answered.hasPrefix("HTTP/1.1 200"))
             try await eventually("the worker waiting again") { workers.counts == (workers: 1, idle: 1) }
-            #expect(live.server.metrics.exposition().contains(#"revsync_sync_request_tasks_total{task="worker"} 1"#))
+            // Counted once its connection's task has the result, which may follow the answer.
+            try await eventually("the request counted") {
+                live.server.metrics.exposition().contains(#"revsync_sync_request_tasks_total{task="worker"} 1"#)
+            }
 
             // The slow client's request holds the one worker while its body trickles in.
             let slow = try RawConnection(port: port)

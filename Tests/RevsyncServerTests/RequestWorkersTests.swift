@@ -91,6 +91,10 @@ import Testing
         let workers = RequestWorkers(size: 1, maxWorkers: 1, heldAfter: .milliseconds(50), queueLimit: .milliseconds(300))
         let gate = Gate()
         try await withRunning(workers) {
+            // The worker started and waiting first: under load its start alone can outlast the
+            // 300 ms, and the request meant to hold it would then run on its caller.
+            _ = try await Self.whereItRan(workers)
+            try await eventually { workers.counts == (workers: 1, idle: 1) }
             try await withThrowingTaskGroup(of: String?.self) { group in
                 try await Self.occupy(workers, 1, until: gate, in: &group)
                 let began = ContinuousClock.now
