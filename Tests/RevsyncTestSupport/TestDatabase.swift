@@ -62,10 +62,35 @@ public enum TestDatabase {
 
     private static func create(template: String?) async throws -> String {
         _ = sweep
-        let random = UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
-        let name = prefix + "\(Int(Date().timeIntervalSince1970))_" + random
+        let name = newName()
         try await onServer("CREATE DATABASE \(name)" + (template.map { " TEMPLATE \($0)" } ?? ""))
         return try url(of: name)
+    }
+
+    /// A name for a database or role of this run: the prefix, the second it was made, a random part.
+    private static func newName() -> String {
+        let random = UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
+        return prefix + "\(Int(Date().timeIntervalSince1970))_" + random
+    }
+
+    /// Creates a login role that PostgreSQL lets open at most `connectionLimit` connections at
+    /// once (past it: "too many connections for role", SQLSTATE 53300), and returns `url` with
+    /// it as the user. Drop it with `dropRole(_:)` once its connections are closed.
+    public static func createRole(connectionLimit: Int, for url: String) async throws -> String {
+        _ = sweep
+        let name = newName()
+        try await onServer("CREATE ROLE \(name) LOGIN CONNECTION LIMIT \(connectionLimit)")
+        var components = URLComponents(string: url)
+        components?.user = name
+        guard let url = components?.string else { throw TestSetupError("cannot build a URL from \(url)") }
+        return url
+    }
+
+    /// Drops the role `url` connects as (made by `createRole`), and its database with it.
+    public static func dropRole(_ url: String) async {
+        await drop(url)
+        guard let name = URLComponents(string: url)?.user, name.hasPrefix(prefix) else { return }
+        try? await onServer("DROP ROLE IF EXISTS \(name)")
     }
 
     private static func url(of name: String) throws -> String {
@@ -96,13 +121,18 @@ public enum TestDatabase {
         return now.timeIntervalSince1970 - made > leftoverAge
     }
 
-    /// On one connection: a sweep may have hundreds to drop.
+    /// On one connection: a sweep may have hundreds to drop. Roles after databases: a role
+    /// cannot be dropped while it is connected.
     private static func dropLeftovers() async {
         try? await withConnection(to: serverURL) { connection in
             let names = try await column("SELECT datname FROM pg_database WHERE datname LIKE 'revsync\\_test\\_%'", on: connection)
             let now = Date()
             for name in names where isLeftover(name, now: now) {
                 _ = try? await column("DROP DATABASE IF EXISTS \(name) WITH (FORCE)", on: connection)
+            }
+            let roles = try await column("SELECT rolname::text FROM pg_roles WHERE rolname LIKE 'revsync\\_test\\_%'", on: connection)
+            for name in roles where isLeftover(name, now: now) {
+                _ = try? await column("DROP ROLE IF EXISTS \(name)", on: connection)
             }
         }
     }
