@@ -38,6 +38,13 @@ import Testing
         #expect(times(.redisFlush) == [210, 630, 1050, 1470].map { .seconds($0) })
         #expect(times(.redisRestart) == [429, 1089].map { .seconds($0) })
         #expect(times(.postgresRestart) == [624, 1404].map { .seconds($0) })
+        #expect(times(.postgresRefuses) == [270, 810, 1350].map { .seconds($0) })
+        #expect(plan.filter { $0.kind == .postgresRefuses }.allSatisfy { $0.duration == FaultPlan.refusal })
+        // Clear of kills and PostgreSQL restarts, whose downtime the refusal's probes would meet.
+        for refusal in plan where refusal.kind == .postgresRefuses {
+            let window = (refusal.at - .seconds(20))...(refusal.at + refusal.duration + .seconds(20))
+            #expect(!plan.contains { [.serverKill, .postgresRestart].contains($0.kind) && window.contains($0.at) }, "\(refusal)")
+        }
         #expect(plan.filter { $0.kind == .serverKill }.allSatisfy { (0..<3).contains($0.target) })
         #expect(plan.allSatisfy { !FaultKind.deviceSide.contains($0.kind) })
     }
@@ -103,7 +110,8 @@ import Testing
     @Test func allSwitchesOnEveryServerAndDeviceSideFault() throws {
         #expect(try FaultSelection.parse("all") == Set(FaultKind.switchable))
         #expect(Set(FaultKind.switchable) == [
-            .serverKill, .redisFlush, .redisRestart, .postgresRestart, .deviceRestore, .deviceRevoke, .deviceRoleDowngrade,
+            .serverKill, .redisFlush, .redisRestart, .postgresRestart, .postgresRefuses, .deviceRestore, .deviceRevoke,
+            .deviceRoleDowngrade,
         ])
         #expect(try FaultSelection.parse("none").isEmpty)
         #expect(try FaultSelection.parse("") .isEmpty)

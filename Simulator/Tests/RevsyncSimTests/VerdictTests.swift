@@ -199,4 +199,18 @@ import Testing
         #expect(!fail.passed)
         #expect(fail.detail == "1 of 3 devices at head 10 with nothing pending; behind: device d1 (2 pending, at revision 10); device d2 (0 pending, at revision 9)")
     }
+
+    @Test func servedWhileRefusedHoldsOnlyWhenEveryProbeWasAnswered200() {
+        let served = ReadinessAnswer(status: 200, seconds: 0.7, error: nil)
+        #expect(VerdictChecks.servedWhileRefused([served, served]) == VerdictCheck(
+            name: "served while PostgreSQL refused", passed: true,
+            detail: "2 of 2 probes of /ready answered 200 while PostgreSQL refused the servers more connections, the slowest in 0.70 s"))
+        let unavailable = ReadinessAnswer(status: 503, seconds: 10.02, error: nil)
+        let lost = ReadinessAnswer(status: nil, seconds: 15, error: "deadline exceeded")
+        let fail = VerdictChecks.servedWhileRefused([served, unavailable, lost])
+        #expect(!fail.passed)
+        #expect(fail.detail.hasSuffix("; not served: 503 after 10.02 s; deadline exceeded after 15.00 s"))
+        // A refusal that never happened proves nothing.
+        #expect(!VerdictChecks.servedWhileRefused([]).passed)
+    }
 }

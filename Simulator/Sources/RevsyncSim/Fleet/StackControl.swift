@@ -73,6 +73,38 @@ public struct StackControl: Sendable {
         }
     }
 
+    /// How many connections `role` has open now.
+    public func connections(of role: String) async throws -> Int {
+        let rows = try await onPostgres("SELECT count(*) FROM pg_stat_activity WHERE usename = '\(role)'")
+        guard let count = try rows.first?.decode(Int.self) else { throw FleetError("pg_stat_activity gave no count for \(role)") }
+        return count
+    }
+
+    /// Lets `role` open at most `limit` connections at once (nil: no limit). PostgreSQL refuses
+    /// it more ("too many connections for role", 53300); those open stay. Superusers have no limit.
+    public func limitConnections(of role: String, to limit: Int?) async throws {
+        _ = try await onPostgres("ALTER ROLE \(role) CONNECTION LIMIT \(limit ?? -1)")
+    }
+
+    /// Runs `sql` on a connection of its own to `databaseURL` (the stack's superuser).
+    private func onPostgres(_ sql: String) async throws -> [PostgresRow] {
+        guard let components = URLComponents(string: databaseURL), let host = components.host else {
+            throw FleetError("not a postgres:// URL: \(databaseURL)")
+        }
+        let configuration = PostgresConnection.Configuration(
+            host: host, port: components.port ?? 5432, username: components.user ?? "postgres", password: components.password,
+            database: String(components.path.dropFirst()), tls: .disable)
+        let connection = try await PostgresConnection.connect(configuration: configuration, id: 1, logger: Self.quietLogger)
+        do {
+            let rows = try await connection.query(PostgresQuery(unsafeSQL: sql), logger: Self.quietLogger).collect()
+            try await connection.close()
+            return rows
+        } catch {
+            try? await connection.close()
+            throw FleetError("\(sql) on \(databaseURL) failed: \(error)")
+        }
+    }
+
     public func waitUntilPostgresAnswers() async throws {
         guard let components = URLComponents(string: databaseURL), let host = components.host else {
             throw FleetError("not a postgres:// URL: \(databaseURL)")

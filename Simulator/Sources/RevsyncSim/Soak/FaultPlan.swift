@@ -6,6 +6,7 @@ public enum FaultKind: String, Sendable, CaseIterable, Codable {
     case redisFlush = "redis_flush"
     case redisRestart = "redis_restart"
     case postgresRestart = "postgres_restart"
+    case postgresRefuses = "postgres_refuses"
     case deviceCrash = "device_crash"
     case deviceJoin = "device_join"
     case deviceRestore = "device_restore"
@@ -13,7 +14,7 @@ public enum FaultKind: String, Sendable, CaseIterable, Codable {
     case deviceRoleDowngrade = "device_role_downgrade"
 
     /// The faults that hit the server side (switched on by `--faults`).
-    public static let serverSide: [FaultKind] = [.serverKill, .redisFlush, .redisRestart, .postgresRestart]
+    public static let serverSide: [FaultKind] = [.serverKill, .redisFlush, .redisRestart, .postgresRestart, .postgresRefuses]
     /// The faults that hit one device's standing with the server (switched on by `--faults`).
     public static let deviceSide: [FaultKind] = [.deviceRestore, .deviceRevoke, .deviceRoleDowngrade]
     /// Everything `--faults` can name (and `all` switches on).
@@ -30,7 +31,8 @@ struct ScheduledFault: Sendable, Equatable {
     /// The server instance killed, or the device crashed, joining, restored, revoked or downgraded (its index).
     var target: Int
     /// How long a killed server stays down before it is started again; how long a
-    /// restored device keeps working between the copy of its file and the restore.
+    /// restored device keeps working between the copy of its file and the restore; how long
+    /// PostgreSQL refuses the servers more connections.
     var duration: Duration
 }
 
@@ -39,8 +41,11 @@ struct ScheduledFault: Sendable, Equatable {
 ///
 /// Each enabled server-side fault happens once in a short run and then again at
 /// its own period in long ones (kill every 5 minutes, Redis flush every 7,
-/// Redis restart every 11, PostgreSQL restart every 13), first at 35 %, 50 %,
-/// 65 % and 80 % of the first period or of the run, whichever is shorter.
+/// Redis restart every 11, PostgreSQL restart every 13, PostgreSQL refusing more
+/// connections for 30 s every 9), first at 35 %, 50 %, 65 %, 80 % and 50 % of the
+/// first period or of the run, whichever is shorter. The refusals fall clear of the
+/// kills and restarts in runs of 10 and 30 minutes: their probes of `/ready` would
+/// otherwise meet a server or PostgreSQL that is down.
 /// Device crashes fall between 10 % and 90 % of the run, joins between 10 %
 /// and 60 % (so joiners still work and converge).
 ///
@@ -51,6 +56,9 @@ struct ScheduledFault: Sendable, Equatable {
 /// device-side fault and, while there are others, no crash picked; a downgrade
 /// picks a member (every tenth device is an admin).
 enum FaultPlan {
+    /// How long PostgreSQL refuses the servers more connections, each time.
+    static let refusal: Duration = .seconds(30)
+
     static func make(
         workload: Duration, faults enabled: Set<FaultKind>, instances: Int, devices: Int, joining: Int, crashes: Int, seed: UInt64
     ) -> [ScheduledFault] {
@@ -59,12 +67,13 @@ enum FaultPlan {
         var faults: [ScheduledFault] = []
         let periodic: [(FaultKind, Double, Double)] = [
             (.serverKill, 300, 0.35), (.redisFlush, 420, 0.50), (.redisRestart, 660, 0.65), (.postgresRestart, 780, 0.80),
+            (.postgresRefuses, 540, 0.50),
         ]
         for (kind, period, phase) in periodic where enabled.contains(kind) {
             var at = min(period, total) * phase
             while at < total * 0.9 {
                 let target = kind == .serverKill ? Int(random.next() % UInt64(max(1, instances))) : 0
-                let downtime = kind == .serverKill ? 2 + random.nextUnit() * 3 : 0
+                let downtime = kind == .serverKill ? 2 + random.nextUnit() * 3 : kind == .postgresRefuses ? refusal.inSeconds : 0
                 faults.append(ScheduledFault(at: .seconds(at), kind: kind, target: target, duration: .seconds(downtime)))
                 at += period
             }

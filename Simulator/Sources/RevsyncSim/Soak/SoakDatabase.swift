@@ -8,17 +8,38 @@ import RevsyncServer
 /// database of the URL it was given, and the head revision read while it runs.
 enum SoakDatabase {
     /// Drops and creates `name` on the PostgreSQL server of `url`; returns its URL.
-    static func recreate(_ name: String, nextTo url: String, logger: Logger) async throws -> String {
+    /// - Parameter ownRole: the database belongs to a login role of the same name, which the
+    ///   URL returned connects as (with the password of `url`, if any): PostgreSQL's limits on
+    ///   a role's connections, which the `postgres_refuses` fault sets, bind no superuser.
+    static func recreate(_ name: String, nextTo url: String, ownRole: Bool = false, logger: Logger) async throws -> String {
         guard name.allSatisfy({ $0.isLowercase || $0.isNumber || $0 == "_" }), name.first?.isLetter == true else {
             throw SoakError("the soak database name \"\(name)\" must be lowercase letters, digits and _")
         }
         guard var components = URLComponents(string: url) else {
             throw SoakError("--database-url \"\(url)\" is not a URL like postgres://user@127.0.0.1:5432/db")
         }
+        let password = components.password
         try await withClient(url: url, logger: logger) { client in
-            _ = try await client.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)"), logger: logger).collect()
-            _ = try await client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: logger).collect()
+            let run = { (sql: String) in _ = try await client.query(PostgresQuery(unsafeSQL: sql), logger: logger).collect() }
+            try await run("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+            guard ownRole else {
+                try await run("CREATE DATABASE \(name)")
+                return
+            }
+            let exists = try await client.query("SELECT 1 FROM pg_roles WHERE rolname = \(name)", logger: logger).collect()
+            if exists.isEmpty {
+                do {
+                    try await run("CREATE ROLE \(name) LOGIN")
+                } catch {
+                    throw SoakError("the postgres-refuses fault needs a role of its own, and the user of --database-url cannot create one (it needs CREATEROLE): \(error)")
+                }
+            }
+            // A run stopped during a refusal leaves the limit behind.
+            try await run("ALTER ROLE \(name) LOGIN CONNECTION LIMIT -1")
+            if let password { try await run("ALTER ROLE \(name) PASSWORD '\(password.replacingOccurrences(of: "'", with: "''"))'") }
+            try await run("CREATE DATABASE \(name) OWNER \(name)")
         }
+        if ownRole { components.user = name }
         components.path = "/" + name
         guard let soakURL = components.string else { throw SoakError("cannot build a URL for database \(name) from \(url)") }
         return soakURL

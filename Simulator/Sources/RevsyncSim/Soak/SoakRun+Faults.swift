@@ -46,6 +46,8 @@ extension SoakRun {
                 note(fault.kind.rawValue, "PostgreSQL restarting (fast shutdown)")
                 try await stack.restartPostgres()
                 note("postgres_up", "PostgreSQL answers again")
+            case .postgresRefuses:
+                try await refuseConnections(fleet: fleet, for: fault.duration)
             case .deviceCrash:
                 guard fault.target < devices.count else { return }
                 let device = devices[fault.target]

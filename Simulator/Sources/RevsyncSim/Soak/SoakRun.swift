@@ -36,6 +36,8 @@ public actor SoakRun {
     var injectionFailures: [String] = []
     /// Devices (by index) the run revoked: they cannot converge, so the drain and the comparison leave them out.
     var revokedDevices: Set<Int> = []
+    /// The probes of `/ready` asked while PostgreSQL refused the servers more connections.
+    var refusalAnswers: [ReadinessAnswer] = []
     var offlineNow: [Int: Bool] = [:]
     var progressShown = false
     var lastProgressPrint = ContinuousClock.now - .seconds(60)
@@ -57,7 +59,8 @@ public actor SoakRun {
 
         say("seed \(settings.seed): \(settings.devices) devices (+\(settings.joining) joining), \(settings.link) link, "
             + "\(settings.instances) instance(s), \(Int(settings.workload.inSeconds)) s, run directory \(settings.runDirectory)")
-        let databaseURL = try await SoakDatabase.recreate(settings.databaseName, nextTo: settings.databaseURL, logger: logger)
+        let databaseURL = try await SoakDatabase.recreate(
+            settings.databaseName, nextTo: settings.databaseURL, ownRole: settings.effectiveFaults.contains(.postgresRefuses), logger: logger)
         let fleet = try makeFleet(databaseURL: databaseURL)
         try await fleet.start()
         do {
@@ -264,6 +267,7 @@ public actor SoakRun {
             devices: engines, acknowledged: acknowledged, regressions: regressions, acknowledgedContent: content,
             revoked: revoked, excusedRejections: excused, authorForms: authorForms)
         checks.append(VerdictChecks.splitRequests(splits.tally))
+        if settings.effectiveFaults.contains(.postgresRefuses) { checks.append(VerdictChecks.servedWhileRefused(refusalAnswers)) }
         if !stuck.isEmpty {
             var details: [String] = []
             for index in stuck.prefix(5) {

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The verdict's checks as pure functions of what was gathered: each returns one
 /// `VerdictCheck` whose detail says what was measured or, on a violation, the
 /// first few offenders.
@@ -14,6 +16,25 @@ public enum VerdictChecks {
         public static let revokedTokens = "revoked tokens"
         public static let liveness = "liveness"
         public static let splitRequests = "split requests"
+        public static let servedWhileRefused = "served while PostgreSQL refused"
+    }
+
+    /// Every probe of `/ready` asked while PostgreSQL refused the servers more connections
+    /// was answered 200: the pools went on serving from the connections they held.
+    public static func servedWhileRefused(_ answers: [ReadinessAnswer]) -> VerdictCheck {
+        guard !answers.isEmpty else {
+            return VerdictCheck(name: Name.servedWhileRefused, passed: false, detail: "no probe was asked: the refusal did not happen")
+        }
+        let failed = answers.filter { $0.status != 200 }
+        let slowest = answers.map(\.seconds).max() ?? 0
+        var detail = "\(answers.count - failed.count) of \(answers.count) probes of /ready answered 200 while PostgreSQL refused "
+            + "the servers more connections, the slowest in \(String(format: "%.2f", slowest)) s"
+        if !failed.isEmpty {
+            detail += "; not served: " + list(failed.map { answer in
+                (answer.status.map { "\($0)" } ?? answer.error ?? "no answer") + String(format: " after %.2f s", answer.seconds)
+            })
+        }
+        return VerdictCheck(name: Name.servedWhileRefused, passed: failed.isEmpty, detail: detail)
     }
 
     /// No request that reached two server instances at once was answered two ways.
