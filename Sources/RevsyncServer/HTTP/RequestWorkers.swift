@@ -43,6 +43,7 @@ final class RequestWorkers: Service, Sendable {
         var nextWorker = 0
 
         var isQueueEmpty: Bool { incoming.isEmpty && outgoing.isEmpty }
+        var queueLength: Int { incoming.count + outgoing.count }
 
         mutating func take() -> Queued? {
             if outgoing.isEmpty {
@@ -106,7 +107,7 @@ final class RequestWorkers: Service, Sendable {
     var counts: (workers: Int, idle: Int) { state.withLock { ($0.workers, $0.idle.count) } }
 
     /// Requests waiting for a worker (tests).
-    var queued: Int { state.withLock { $0.incoming.count + $0.outgoing.count } }
+    var queued: Int { state.withLock { $0.queueLength } }
 
     /// Whether the workers have stopped taking requests (tests).
     var stopped: Bool { state.withLock { $0.stopped } }
@@ -129,7 +130,7 @@ final class RequestWorkers: Service, Sendable {
             case .handed(let worker):
                 worker.resume(returning: job)
             case .queued(let spawn, let first):
-                if spawn { self.spawn.yield() }
+                if spawn { startWorker() }
                 if first { queuedSignal.yield() }
             case .inline:
                 job.decline()
@@ -198,7 +199,7 @@ final class RequestWorkers: Service, Sendable {
                     while let oldest = state.oldest, now - oldest.since >= queueLimit, let taken = state.take() {
                         expired.append(taken)
                     }
-                    let queued = state.incoming.count + state.outgoing.count
+                    let queued = state.queueLength
                     let held = state.busySince.values.count { now - $0 >= heldAfter }
                     // One more for each held worker not yet replaced (those past `size` are
                     // the replacements); `run` starts the first `size` itself.
@@ -207,13 +208,20 @@ final class RequestWorkers: Service, Sendable {
                     return (expired, starting, queued > 0)
                 }
                 for waiting in expired { waiting.job.decline() }
-                for _ in 0..<starting { spawn.yield() }
+                for _ in 0..<starting { startWorker() }
                 guard waiting else { break }
                 // In steps of 10 ms: the oldest may be taken by a worker meanwhile, and once
                 // nothing waits this ends (the service cannot stop while it sleeps).
                 try? await Task.sleep(for: .milliseconds(10))
             }
         }
+    }
+
+    /// Asks `run` for one more worker, already counted; once the workers have stopped, none
+    /// starts, and it is counted out again.
+    private func startWorker() {
+        guard case .terminated = spawn.yield() else { return }
+        state.withLock { $0.workers -= 1 }
     }
 
     private func work() async {
