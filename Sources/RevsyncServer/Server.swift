@@ -12,6 +12,9 @@ public struct Server: Sendable {
     public let settings: ServerSettings
     public let schema: DatasetSchema
     public let postgres: PostgresClient
+    /// `postgres` as a service: run this, not the client itself, so that its stop cannot hang
+    /// the process's (`BoundedStop`).
+    public var postgresService: BoundedStop<PostgresClient> { BoundedStop(postgres, limit: .seconds(5), logger: logger) }
     public let database: Database
     public let metrics: ServerMetrics
     public let migrator: Migrator
@@ -48,8 +51,7 @@ public struct Server: Sendable {
         self.settings = settings
         self.schema = try SchemaLoader.load(data: schemaData, file: settings.schemaPath)
         self.logger = logger
-        let configuration = try DatabaseURL.configuration(
-            settings.databaseURL, connections: settings.databaseConnections, statementTimeout: settings.databaseTimeout)
+        let configuration = try Self.postgresConfiguration(settings)
         postgres = PostgresClient(configuration: configuration, backgroundLogger: logger)
         database = Database(client: postgres, logger: logger, timeout: settings.databaseTimeout)
         metrics = ServerMetrics(entities: Set(schema.entities.map(\.name)))
@@ -140,6 +142,22 @@ public struct Server: Sendable {
         return router
     }
 
+    /// The PostgreSQL client's configuration for `settings`.
+    static func postgresConfiguration(_ settings: ServerSettings) throws -> PostgresClient.Configuration {
+        var configuration = try DatabaseURL.configuration(
+            settings.databaseURL, connections: settings.databaseConnections, statementTimeout: settings.databaseTimeout)
+        // While PostgreSQL refuses the pool a new connection (max_connections or a role's limit
+        // reached), PostgresNIO's pool queues every request, even with connections of its own
+        // idle, and hands one out only when a connection comes back to it: with all of them idle,
+        // nothing comes back until a keep-alive ends (every 30 s by default), and requests got
+        // 503 or, with no deadline, waited on. A keep-alive a second after a connection falls
+        // idle bounds that wait; once one is handed out, each one released serves the next in
+        // the queue. An idle connection costs a `SELECT 1` a second until the pool closes it
+        // (60 s). The pool can then hang as it stops, which `BoundedStop` keeps from the server.
+        configuration.options.keepAliveBehavior = .init(frequency: .seconds(1))
+        return configuration
+    }
+
     /// The application: the router, and the services that run with it. It migrates before it listens.
     /// - Parameters:
     ///   - migrate: run migrations before listening (tests of an unreachable database turn it off).
@@ -151,7 +169,7 @@ public struct Server: Sendable {
     ) -> some ApplicationProtocol {
         let cache = self.cache
         var services: [any Service] = [
-            postgres, pruner, DeviceChangeWatcher(devices: devices, feed: cache, logger: logger),
+            postgresService, pruner, DeviceChangeWatcher(devices: devices, feed: cache, logger: logger),
             SnapshotFilesService(files: snapshotFiles, spool: snapshotSpool),
         ]
         // After PostgreSQL's client, so that it stops before it (services stop in reverse order).

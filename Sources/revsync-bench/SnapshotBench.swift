@@ -171,7 +171,7 @@ struct SnapshotBench {
         settings.schemaPath = schemaPath
         settings.redisURL = nil
         let server = try Server(settings: settings, logger: logger)
-        _ = try await withRunning(server.postgres) { try await server.migrator.migrate() }
+        _ = try await withRunning(server.postgresService) { try await server.migrator.migrate() }
     }
 }
 

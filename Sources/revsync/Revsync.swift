@@ -68,7 +68,7 @@ struct Migrate: AsyncParsableCommand {
     func run() async throws {
         let logger = common.logger("revsync.migrate")
         let server = try Server(settings: try common.settings(), logger: logger)
-        let steps = try await withRunning(server.postgres) { try await server.migrator.migrate() }
+        let steps = try await withRunning(server.postgresService) { try await server.migrator.migrate() }
         print(steps.isEmpty ? "already up to date" : steps.joined(separator: "\n"))
     }
 }

@@ -37,7 +37,7 @@ import Testing
         settings.schemaPath = path
         settings.databaseTimeout = .seconds(30)
         let server = try Server(settings: settings, logger: Logger(label: "revsync.tests.migrate"))
-        return try await withRunning(server.postgres) { try await server.migrator.migrate() }
+        return try await withRunning(server.postgresService) { try await server.migrator.migrate() }
     }
 
     @Test func newNullableAttributeAndEntityAreAddedAndRefusalsExplainThemselves() async throws {

@@ -37,10 +37,13 @@ import Testing
     }
 
     private static func requestsWhileRefused(_ url: String) async throws {
-        let timeout: Duration = .seconds(5)
-        let client = PostgresClient(
-            configuration: try DatabaseURL.configuration(url, connections: 8, statementTimeout: timeout), backgroundLogger: logger)
-        let database = Database(client: client, logger: logger, timeout: timeout)
+        var settings = ServerSettings()
+        settings.databaseURL = url
+        settings.databaseConnections = 8
+        settings.databaseTimeout = .seconds(5)
+        // The server's own configuration of its client.
+        let client = PostgresClient(configuration: try Server.postgresConfiguration(settings), backgroundLogger: logger)
+        let database = Database(client: client, logger: logger, timeout: settings.databaseTimeout)
         let hold = { @Sendable (requests: Int) async throws in
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for _ in 0..<requests {
@@ -50,7 +53,7 @@ import Testing
             }
         }
         try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await client.run() }
+            group.addTask { try await BoundedStop(client, limit: .seconds(5), logger: logger).run() }
             // Eight at once: the pool opens the two connections the role may have. Then three
             // at once, with both open: the third asks for another and PostgreSQL refuses it,
             // which it goes on doing for as long as the pool holds its two.

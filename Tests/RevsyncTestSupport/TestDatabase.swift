@@ -56,7 +56,7 @@ public enum TestDatabase {
         let server = try Server(settings: settings, logger: logger)
         // Shut down gracefully: its connection is closed before the first copy, which
         // PostgreSQL refuses while anyone is connected to the template.
-        _ = try await withRunning(server.postgres) { try await server.migrator.migrate() }
+        _ = try await withRunning(server.postgresService) { try await server.migrator.migrate() }
         return String(try databaseName(url))
     }
 

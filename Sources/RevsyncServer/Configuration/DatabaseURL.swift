@@ -27,14 +27,6 @@ package enum DatabaseURL {
             password: components.password, database: database.isEmpty ? user : database, tls: tls)
         configuration.options.maximumConnections = connections
         configuration.options.connectTimeout = .seconds(3)
-        // While PostgreSQL refuses the pool a new connection (max_connections or a role's limit
-        // reached), PostgresNIO's pool queues every request, even with connections of its own
-        // idle, and hands one out only when a connection comes back to it: with all of them idle,
-        // nothing comes back until a keep-alive ends (every 30 s by default), and requests got
-        // 503 or, with no deadline, hung. A keep-alive a second after a connection falls idle
-        // bounds that wait; once one is handed out, each one released serves the next in the
-        // queue. An idle connection costs a `SELECT 1` a second until the pool closes it (60 s).
-        configuration.options.keepAliveBehavior = .init(frequency: .seconds(1))
         // Timestamps are read and written in UTC regardless of the server's setting.
         configuration.options.additionalStartupParameters = [("TimeZone", "UTC")]
         if let statementTimeout {
