@@ -88,12 +88,7 @@ public struct StackControl: Sendable {
 
     /// Runs `sql` on a connection of its own to `databaseURL` (the stack's superuser).
     private func onPostgres(_ sql: String) async throws -> [PostgresRow] {
-        guard let components = URLComponents(string: databaseURL), let host = components.host else {
-            throw FleetError("not a postgres:// URL: \(databaseURL)")
-        }
-        let configuration = PostgresConnection.Configuration(
-            host: host, port: components.port ?? 5432, username: components.user ?? "postgres", password: components.password,
-            database: String(components.path.dropFirst()), tls: .disable)
+        let configuration = try connectionConfiguration()
         let connection = try await PostgresConnection.connect(configuration: configuration, id: 1, logger: Self.quietLogger)
         do {
             let rows = try await connection.query(PostgresQuery(unsafeSQL: sql), logger: Self.quietLogger).collect()
@@ -105,13 +100,19 @@ public struct StackControl: Sendable {
         }
     }
 
-    public func waitUntilPostgresAnswers() async throws {
+    /// A connection to `databaseURL`.
+    private func connectionConfiguration() throws -> PostgresConnection.Configuration {
         guard let components = URLComponents(string: databaseURL), let host = components.host else {
             throw FleetError("not a postgres:// URL: \(databaseURL)")
         }
         let configuration = PostgresConnection.Configuration(
             host: host, port: components.port ?? 5432, username: components.user ?? "postgres", password: components.password,
             database: String(components.path.dropFirst()), tls: .disable)
+        return configuration
+    }
+
+    public func waitUntilPostgresAnswers() async throws {
+        let configuration = try connectionConfiguration()
         let deadline = ContinuousClock.now + timeout
         while true {
             do {
