@@ -195,9 +195,13 @@ import Testing
                 #expect(text.hasPrefix("HTTP/1.1 200"))
                 #expect(text.contains(#"{"changeSets":[],"maxRevision":0}"#))
             }
-            try await tasks.waitForAll()
             // Well inside the 60 s wait: nobody waited it out.
             #expect(ContinuousClock.now - stopping < .seconds(20))
+            // The rest of the stop is the other services'. Under the whole suite's load the
+            // PostgreSQL client alone can take `BoundedStop`'s 5 s, so it is bounded apart, still
+            // short of the wait.
+            try await tasks.waitForAll()
+            #expect(ContinuousClock.now - stopping < .seconds(45))
         }
     }
 }
