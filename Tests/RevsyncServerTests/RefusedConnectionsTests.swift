@@ -37,23 +37,16 @@ import Testing
     }
 
     private static func requestsWhileRefused(_ url: String) async throws {
-        var settings = ServerSettings()
-        settings.databaseURL = url
-        settings.databaseConnections = 8
-        settings.databaseTimeout = .seconds(5)
         // The server's own configuration of its client.
-        let client = PostgresClient(configuration: try Server.postgresConfiguration(settings), backgroundLogger: logger)
-        let database = Database(client: client, logger: logger, timeout: settings.databaseTimeout)
-        let hold = { @Sendable (requests: Int) async throws in
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for _ in 0..<requests {
-                    group.addTask { try await database.withConnection { try await $0.run("SELECT pg_sleep(0.2)", logger) } }
+        try await withServerDatabase(url, connections: 8, timeout: .seconds(5), logger: logger) { database in
+            let hold = { @Sendable (requests: Int) async throws in
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for _ in 0..<requests {
+                        group.addTask { try await database.withConnection { try await $0.run("SELECT pg_sleep(0.2)", logger) } }
+                    }
+                    try await group.waitForAll()
                 }
-                try await group.waitForAll()
             }
-        }
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await BoundedStop(client, limit: .seconds(5), logger: logger).run() }
             // Eight at once: the pool opens the two connections the role may have. Then three
             // at once, with both open: the third asks for another and PostgreSQL refuses it,
             // which it goes on doing for as long as the pool holds its two.
@@ -70,7 +63,6 @@ import Testing
                 try await Task.sleep(for: .milliseconds(200))
                 try await database.withConnection { try await $0.run("SELECT 1", logger) }
             }
-            group.cancelAll()
         }
     }
 }

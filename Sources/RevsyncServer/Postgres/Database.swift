@@ -57,13 +57,15 @@ public struct Database: Sendable {
         }
     }
 
-    /// A transaction for streaming its reads to a client at the client's pace: no
-    /// deadline, and `body` may capture the response writer (it does not escape).
+    /// A transaction for streaming its reads at the reader's pace: no statement deadline once
+    /// it has its connection, and `body` runs in the caller's task, so it may capture what
+    /// cannot be sent to another (a file being written). Waiting for the connection is
+    /// bounded by the timeout, as for every other request.
     func streamingTransaction<T: Sendable>(_ isolation: String, _ body: (PostgresConnection) async throws -> T) async throws -> T {
         let logger = self.logger
         leases.increment()
         do {
-            return try await client.withConnection { connection in
+            return try await Self.withConnectionLent(from: client, within: timeout) { connection in
                 try await connection.inTransaction(isolation, logger) { connection in
                     // A client reads at its own pace: no statement time limit here.
                     try await connection.run("SET LOCAL statement_timeout = 0", logger)
@@ -72,6 +74,37 @@ public struct Database: Sendable {
             }
         } catch let error as PSQLError where error.isConnectionFailure {
             throw StoreError.unavailable("PostgreSQL is unreachable: \(error.code)")
+        }
+    }
+
+    /// Runs `body` in the caller's task on a connection a child task leases (`ConnectionHandoff`),
+    /// giving up when none was lent within `limit`.
+    private static func withConnectionLent<T: Sendable>(
+        from client: PostgresClient, within limit: Duration, _ body: (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        let handoff = ConnectionHandoff()
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                do {
+                    try await client.withConnection { connection in await handoff.lend(connection) }
+                } catch {
+                    handoff.fail(error)
+                }
+            }
+            group.addTask {
+                try await Task.sleep(for: limit)
+                _ = handoff.expire()
+            }
+            guard let connection = try await handoff.connection() else {
+                // Cancels the lease request still queued in the pool.
+                group.cancelAll()
+                throw StoreError.unavailable("no PostgreSQL connection became free within \(limit)")
+            }
+            // Before the group waits for its tasks: the leasing one ends when given back.
+            defer { handoff.giveBack() }
+            let result = try await body(connection)
+            group.cancelAll()
+            return result
         }
     }
 

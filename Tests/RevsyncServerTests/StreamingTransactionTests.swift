@@ -1,0 +1,90 @@
+import Logging
+import PostgresNIO
+import RevsyncTestSupport
+import Synchronization
+import Testing
+@testable import RevsyncServer
+
+/// `Database.streamingTransaction` (the JSON snapshot's and the snapshot file's reads): its
+/// body runs in the caller's task on a lent connection, and the wait for that connection is
+/// bounded like every other request's.
+@Suite struct StreamingTransactionTests {
+    static let logger = Logger(label: "revsync.tests.streaming")
+
+    /// A pool of one connection, with a one-second wait for it.
+    private static func withOneConnection(_ body: (Database) async throws -> Void) async throws {
+        let url = try await TestDatabase.create()
+        do {
+            try await withServerDatabase(url, connections: 1, timeout: .seconds(1), logger: logger, body)
+        } catch {
+            await TestDatabase.drop(url)
+            throw error
+        }
+        await TestDatabase.drop(url)
+    }
+
+    @Test func waitingForABusyPoolEndsAtTheTimeoutAndTheConnectionServesAfterwards() async throws {
+        try await Self.withOneConnection { database in
+            let release = Release()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                // Holds the only connection until the streaming transaction has given up (or 30 s).
+                let held = Atomic<Bool>(false)
+                group.addTask {
+                    try await database.withConnection { _ in
+                        held.store(true, ordering: .sequentiallyConsistent)
+                        await release.wait(upTo: .seconds(30))
+                    }
+                }
+                while !held.load(ordering: .sequentiallyConsistent) { try await Task.sleep(for: .milliseconds(10)) }
+                var ran = false
+                // Without a bound it would wait out the hold and then succeed.
+                let error = await #expect(throws: StoreError.self) {
+                    try await database.streamingTransaction("REPEATABLE READ READ ONLY") { _ in ran = true }
+                }
+                #expect(error.map { "\($0)" } == "no PostgreSQL connection became free within 1.0 seconds")
+                #expect(!ran)
+                release.open()
+                try await group.waitForAll()
+            }
+            // The request given up is gone from the pool's queue, and its one connection serves.
+            var rows: [Int] = []
+            try await database.streamingTransaction("REPEATABLE READ READ ONLY") { connection in
+                // The body runs in this task: it may change what this task holds.
+                for try await value in try await connection.query("SELECT generate_series(1, 3)", logger: Self.logger).decode(Int.self) {
+                    rows.append(value)
+                }
+            }
+            #expect(rows == [1, 2, 3])
+        }
+    }
+
+    @Test func aBodysErrorIsThrownAndItsConnectionGoesBack() async throws {
+        struct Broken: Error, Equatable {}
+        try await Self.withOneConnection { database in
+            await #expect(throws: Broken()) {
+                try await database.streamingTransaction("REPEATABLE READ READ ONLY") { _ in throw Broken() }
+            }
+            // With one connection, each of these needs it back from the one before.
+            for expected in 1...3 {
+                let value = try await database.streamingTransaction("REPEATABLE READ READ ONLY") { connection in
+                    try await connection.rows("SELECT \(expected)::int", Self.logger).first?.decode(Int.self)
+                }
+                #expect(value == expected)
+            }
+        }
+    }
+}
+
+/// A gate one task waits at until another opens it (or the wait's limit passes).
+private final class Release: Sendable {
+    private let opened = Atomic<Bool>(false)
+
+    func open() { opened.store(true, ordering: .sequentiallyConsistent) }
+
+    func wait(upTo limit: Duration) async {
+        let end = ContinuousClock.now + limit
+        while !opened.load(ordering: .sequentiallyConsistent), ContinuousClock.now < end {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
+}
