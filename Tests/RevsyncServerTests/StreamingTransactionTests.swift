@@ -11,11 +11,11 @@ import Testing
 @Suite struct StreamingTransactionTests {
     static let logger = Logger(label: "revsync.tests.streaming")
 
-    /// A pool of one connection, with a one-second wait for it.
-    private static func withOneConnection(_ body: (Database) async throws -> Void) async throws {
+    /// A pool of one connection, with a one-second wait for it unless told otherwise.
+    private static func withOneConnection(timeout: Duration = .seconds(1), _ body: (Database) async throws -> Void) async throws {
         let url = try await TestDatabase.create()
         do {
-            try await withServerDatabase(url, connections: 1, timeout: .seconds(1), logger: logger, body)
+            try await withServerDatabase(url, connections: 1, timeout: timeout, logger: logger, body)
         } catch {
             await TestDatabase.drop(url)
             throw error
@@ -70,6 +70,36 @@ import Testing
                     try await connection.rows("SELECT \(expected)::int", Self.logger).first?.decode(Int.self)
                 }
                 #expect(value == expected)
+            }
+        }
+    }
+}
+
+extension StreamingTransactionTests {
+    /// Reads one after another and at once on one connection, each lent in its turn and given
+    /// back (`ConnectionHandoffTests` has each order of lending and asking). The time limit
+    /// turns a hang into a failure; the wait for the connection is long enough for the whole
+    /// suite's load.
+    @Test(.timeLimit(.minutes(2))) func manyReadsOneAfterAnotherAndAtOnceEachGetTheirConnection() async throws {
+        try await Self.withOneConnection(timeout: .seconds(30)) { database in
+            for round in 1...20 {
+                let value = try await database.streamingTransaction("REPEATABLE READ READ ONLY") { connection in
+                    try await connection.rows("SELECT \(round)::int", Self.logger).first?.decode(Int.self)
+                }
+                #expect(value == round)
+            }
+            // Eight at a time on the one connection, each in its turn.
+            try await withThrowingTaskGroup(of: Int?.self) { group in
+                for round in 1...8 {
+                    group.addTask {
+                        try await database.streamingTransaction("REPEATABLE READ READ ONLY") { connection in
+                            try await connection.rows("SELECT \(round)::int", Self.logger).first?.decode(Int.self)
+                        }
+                    }
+                }
+                var values: [Int] = []
+                for try await value in group { values.append(try #require(value)) }
+                #expect(values.sorted() == Array(1...8))
             }
         }
     }

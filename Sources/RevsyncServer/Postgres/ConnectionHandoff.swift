@@ -13,7 +13,8 @@ final class ConnectionHandoff: Sendable {
     private enum State {
         case waiting(CheckedContinuation<PostgresConnection?, any Error>?)
         case lent(PostgresConnection)
-        case held(CheckedContinuation<Void, Never>)
+        /// Lent, and the leasing task waits for it back (the caller may not have taken it yet).
+        case held(PostgresConnection, CheckedContinuation<Void, Never>)
         /// The caller stopped waiting: its deadline (no error), or the lease failed. A
         /// connection lent late goes straight back.
         case abandoned((any Error)?)
@@ -30,11 +31,11 @@ final class ConnectionHandoff: Sendable {
                 case .waiting:
                     state = .waiting(continuation)
                     return .none
-                case .lent(let connection):
+                case .lent(let connection), .held(let connection, _):
                     return .some(.success(connection))
                 case .abandoned(let error?):
                     return .some(.failure(error))
-                case .held, .abandoned, .returned:
+                case .abandoned(nil), .returned:
                     return .some(.success(nil))
                 }
             }
@@ -54,8 +55,8 @@ final class ConnectionHandoff: Sendable {
         waiter?.resume(returning: connection)
         await withCheckedContinuation { (held: CheckedContinuation<Void, Never>) in
             let returned = state.withLock { state in
-                guard case .lent = state else { return true }
-                state = .held(held)
+                guard case .lent(let connection) = state else { return true }
+                state = .held(connection, held)
                 return false
             }
             if returned { held.resume() }
@@ -77,7 +78,7 @@ final class ConnectionHandoff: Sendable {
     func giveBack() {
         let held: CheckedContinuation<Void, Never>? = state.withLock { state in
             defer { state = .returned }
-            if case .held(let held) = state { return held }
+            if case .held(_, let held) = state { return held }
             return nil
         }
         held?.resume()

@@ -95,13 +95,14 @@ public struct Database: Sendable {
                 try await Task.sleep(for: limit)
                 _ = handoff.expire()
             }
+            // On every way out, before the group waits for its tasks: the leasing one holds
+            // its connection until it is given back.
+            defer { handoff.giveBack() }
             guard let connection = try await handoff.connection() else {
                 // Cancels the lease request still queued in the pool.
                 group.cancelAll()
                 throw StoreError.unavailable("no PostgreSQL connection became free within \(limit)")
             }
-            // Before the group waits for its tasks: the leasing one ends when given back.
-            defer { handoff.giveBack() }
             let result = try await body(connection)
             group.cancelAll()
             return result

@@ -8,6 +8,7 @@ import PostgresNIO
 import RevsyncGzip
 import RevsyncWire
 import Synchronization
+import Testing
 @testable import RevsyncServer
 
 let adminToken = "test-admin-token"
@@ -33,6 +34,7 @@ func withTestServer<T: Sendable>(
     configure(&settings)
     var logger = Logger(label: "revsync.tests")
     logger.logLevel = .warning
+    logger[metadataKey: "test"] = "\(Test.current?.name ?? "?")"
     do {
         let server = try Server(settings: settings, logger: logger, applyDelay: applyDelay)
         let result = try await server.buildApplication().test(.router) { client in
