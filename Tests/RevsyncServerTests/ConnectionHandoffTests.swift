@@ -11,16 +11,9 @@ import Testing
 
     /// Runs `body` with a real connection to lend (leased from a pool of one).
     private static func withAConnection(_ body: @Sendable @escaping (PostgresConnection) async throws -> Void) async throws {
-        let url = try await TestDatabase.create()
-        do {
-            try await withServerDatabase(url, connections: 1, timeout: .seconds(5), logger: logger) { database in
-                try await database.withConnection(body)
-            }
-        } catch {
-            await TestDatabase.drop(url)
-            throw error
+        try await withServerDatabaseOfItsOwn(connections: 1, timeout: .seconds(5), logger: logger) { database in
+            try await database.withConnection(body)
         }
-        await TestDatabase.drop(url)
     }
 
     /// The connection lent before the caller asks: the caller still gets it. (A first version

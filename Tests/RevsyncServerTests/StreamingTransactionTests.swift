@@ -13,14 +13,7 @@ import Testing
 
     /// A pool of one connection, with a one-second wait for it unless told otherwise.
     private static func withOneConnection(timeout: Duration = .seconds(1), _ body: (Database) async throws -> Void) async throws {
-        let url = try await TestDatabase.create()
-        do {
-            try await withServerDatabase(url, connections: 1, timeout: timeout, logger: logger, body)
-        } catch {
-            await TestDatabase.drop(url)
-            throw error
-        }
-        await TestDatabase.drop(url)
+        try await withServerDatabaseOfItsOwn(connections: 1, timeout: timeout, logger: logger, body)
     }
 
     @Test func waitingForABusyPoolEndsAtTheTimeoutAndTheConnectionServesAfterwards() async throws {

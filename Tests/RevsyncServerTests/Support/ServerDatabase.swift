@@ -1,5 +1,6 @@
 import Logging
 import PostgresNIO
+import RevsyncTestSupport
 @testable import RevsyncServer
 
 /// A `Database` on a client configured as the server configures its own
@@ -19,4 +20,18 @@ func withServerDatabase(
         try await body(database)
         group.cancelAll()
     }
+}
+
+/// `withServerDatabase` on a new, empty test database, dropped afterwards.
+func withServerDatabaseOfItsOwn(
+    connections: Int, timeout: Duration, logger: Logger, _ body: (Database) async throws -> Void
+) async throws {
+    let url = try await TestDatabase.create()
+    do {
+        try await withServerDatabase(url, connections: connections, timeout: timeout, logger: logger, body)
+    } catch {
+        await TestDatabase.drop(url)
+        throw error
+    }
+    await TestDatabase.drop(url)
 }
