@@ -3,12 +3,12 @@ import Synchronization
 
 /// A pooled connection lent from the task that leases it to the task that waits for it.
 ///
-/// `Database.streamingTransaction` runs its body in the caller's task, because the body
-/// writes to what the caller cannot send to another task (a file being written, a response
-/// writer). PostgresNIO offers a lease only as a closure, so a child task leases and lends
-/// the connection here; the caller gives up if none came within its deadline (the child's
-/// lease request is then cancelled) and gives the connection back when its body has ended,
-/// which ends the child's closure and returns the connection to the pool.
+/// `Database.withConnection` runs its body in the caller's task: a snapshot's body writes to
+/// what cannot be sent to another task (a file being written), and no request pays for a
+/// task of its own. PostgresNIO offers a lease only as a closure, so a child task leases and
+/// lends the connection here; the caller gives up if none came within its deadline (the
+/// child's lease request is then cancelled) and gives the connection back when its body has
+/// ended, which ends the child's closure and returns the connection to the pool.
 final class ConnectionHandoff: Sendable {
     private enum State {
         case waiting(CheckedContinuation<PostgresConnection?, any Error>?)

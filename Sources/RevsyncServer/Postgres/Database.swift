@@ -21,24 +21,17 @@ public struct Database: Sendable {
         self.timeout = timeout
     }
 
-    /// Runs `body` on one connection. Waiting longer than the timeout for a connection, or
-    /// PostgreSQL being unreachable, becomes 503. Once `body` has its connection, PostgreSQL's
-    /// own `statement_timeout` and `lock_timeout` bound it (set on every connection): a timer
-    /// here could answer 503 for a COMMIT that went through.
+    /// Runs `body` on one connection, in the caller's task. Waiting longer than the timeout for
+    /// a connection, or PostgreSQL being unreachable, becomes 503. Once `body` has its
+    /// connection, PostgreSQL's own `statement_timeout` and `lock_timeout` bound it (set on
+    /// every connection): a timer here could answer 503 for a COMMIT that went through.
     /// `unlimited`: no limit on waiting for a connection either.
     func withConnection<T: Sendable>(
-        unlimited: Bool = false, _ body: @Sendable @escaping (PostgresConnection) async throws -> T
+        unlimited: Bool = false, _ body: (PostgresConnection) async throws -> T
     ) async throws -> T {
-        let client = self.client
         leases.increment()
         do {
-            guard !unlimited else { return try await client.withConnection(body) }
-            return try await Self.leaseWithin(timeout) { leased in
-                try await client.withConnection { connection in
-                    leased.set()
-                    return try await body(connection)
-                }
-            }
+            return try await Self.withConnectionLent(from: client, within: unlimited ? nil : timeout, body)
         } catch let error as PSQLError where error.isConnectionFailure {
             throw StoreError.unavailable("PostgreSQL is unreachable: \(error.code)")
         } catch let error as PSQLError where error.sqlState == "57014" || error.sqlState == "55P03" {
@@ -49,7 +42,7 @@ public struct Database: Sendable {
     /// Runs `body` in a transaction with the given isolation; rolls back when it throws.
     func transaction<T: Sendable>(
         _ isolation: String = "READ COMMITTED", unlimited: Bool = false,
-        _ body: @Sendable @escaping (PostgresConnection) async throws -> T
+        _ body: (PostgresConnection) async throws -> T
     ) async throws -> T {
         let logger = self.logger
         return try await withConnection(unlimited: unlimited) { connection in
@@ -58,29 +51,21 @@ public struct Database: Sendable {
     }
 
     /// A transaction for streaming its reads at the reader's pace: no statement deadline once
-    /// it has its connection, and `body` runs in the caller's task, so it may capture what
-    /// cannot be sent to another (a file being written). Waiting for the connection is
-    /// bounded by the timeout, as for every other request.
+    /// it has its connection. `body` runs in the caller's task, as every body here does, so it
+    /// may capture what cannot be sent to another (a file being written).
     func streamingTransaction<T: Sendable>(_ isolation: String, _ body: (PostgresConnection) async throws -> T) async throws -> T {
-        let logger = self.logger
-        leases.increment()
-        do {
-            return try await Self.withConnectionLent(from: client, within: timeout) { connection in
-                try await connection.inTransaction(isolation, logger) { connection in
-                    // A client reads at its own pace: no statement time limit here.
-                    try await connection.run("SET LOCAL statement_timeout = 0", logger)
-                    return try await body(connection)
-                }
-            }
-        } catch let error as PSQLError where error.isConnectionFailure {
-            throw StoreError.unavailable("PostgreSQL is unreachable: \(error.code)")
+        try await transaction(isolation) { connection in
+            // A client reads at its own pace: no statement time limit here.
+            try await connection.run("SET LOCAL statement_timeout = 0", logger)
+            return try await body(connection)
         }
     }
 
     /// Runs `body` in the caller's task on a connection a child task leases (`ConnectionHandoff`),
-    /// giving up when none was lent within `limit`.
+    /// giving up when none was lent within `limit` (nil: no limit). Once it has its connection,
+    /// `body` runs to its end: its result, or its error, is the answer.
     private static func withConnectionLent<T: Sendable>(
-        from client: PostgresClient, within limit: Duration, _ body: (PostgresConnection) async throws -> T
+        from client: PostgresClient, within limit: Duration?, _ body: (PostgresConnection) async throws -> T
     ) async throws -> T {
         let handoff = ConnectionHandoff()
         return try await withThrowingTaskGroup(of: Void.self) { group in
@@ -91,9 +76,11 @@ public struct Database: Sendable {
                     handoff.fail(error)
                 }
             }
-            group.addTask {
-                try await Task.sleep(for: limit)
-                _ = handoff.expire()
+            if let limit {
+                group.addTask {
+                    try await Task.sleep(for: limit)
+                    _ = handoff.expire()
+                }
             }
             // On every way out, before the group waits for its tasks: the leasing one holds
             // its connection until it is given back.
@@ -101,53 +88,13 @@ public struct Database: Sendable {
             guard let connection = try await handoff.connection() else {
                 // Cancels the lease request still queued in the pool.
                 group.cancelAll()
-                throw StoreError.unavailable("no PostgreSQL connection became free within \(limit)")
+                throw StoreError.unavailable("no PostgreSQL connection became free within \(limit ?? .zero)")
             }
             let result = try await body(connection)
             group.cancelAll()
             return result
         }
     }
-
-    /// Runs `body`, giving up when it has not leased a connection within `limit`. Once it has,
-    /// it runs to its end: its result, or its error, is the answer.
-    private static func leaseWithin<T: Sendable>(
-        _ limit: Duration, _ body: @Sendable @escaping (LeaseFlag) async throws -> T
-    ) async throws -> T {
-        let leased = LeaseFlag()
-        return try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask { try await body(leased) }
-            group.addTask {
-                try await Task.sleep(for: limit)
-                return nil
-            }
-            while let next = try await group.next() {
-                if let result = next {
-                    group.cancelAll()
-                    return result
-                }
-                // The deadline: it counts only while no connection was leased.
-                guard !leased.isSet else { continue }
-                group.cancelAll()
-                // Cancelled before it began, `body` ends with an error; had it leased and
-                // finished meanwhile, its result still stands.
-                do {
-                    if let late = try await group.next(), let result = late { return result }
-                } catch {}
-                throw StoreError.unavailable("no PostgreSQL connection became free within \(limit)")
-            }
-            throw StoreError.unavailable("no PostgreSQL connection became free within \(limit)")
-        }
-    }
-}
-
-/// Whether a request got its connection (set once, from the connection's task).
-final class LeaseFlag: Sendable {
-    private let value = Atomic<Bool>(false)
-
-    func set() { value.store(true, ordering: .releasing) }
-
-    var isSet: Bool { value.load(ordering: .acquiring) }
 }
 
 // Public: the simulator's verdict, the bench and the tests run their SQL through these too.

@@ -5,43 +5,65 @@ import Synchronization
 import Testing
 @testable import RevsyncServer
 
-/// `Database.streamingTransaction` (the JSON snapshot's and the snapshot file's reads): its
-/// body runs in the caller's task on a lent connection, and the wait for that connection is
-/// bounded like every other request's.
-@Suite struct StreamingTransactionTests {
-    static let logger = Logger(label: "revsync.tests.streaming")
+/// `Database`'s wait for a connection, the same for every user of PostgreSQL: the body runs
+/// in the caller's task on a lent connection (`ConnectionHandoff`), and the wait for that
+/// connection is bounded by the timeout unless the caller asked for no limit (migrations).
+@Suite struct ConnectionWaitTests {
+    static let logger = Logger(label: "revsync.tests.connection-wait")
+
+    /// The two ways in: a request's statements, and a snapshot's streaming reads.
+    enum Entry: String, CaseIterable, Sendable {
+        case withConnection, streamingTransaction
+
+        func run<T: Sendable>(_ database: Database, _ body: (PostgresConnection) async throws -> T) async throws -> T {
+            switch self {
+            case .withConnection: try await database.withConnection(body)
+            case .streamingTransaction: try await database.streamingTransaction("REPEATABLE READ READ ONLY", body)
+            }
+        }
+    }
 
     /// A pool of one connection, with a one-second wait for it unless told otherwise.
     private static func withOneConnection(timeout: Duration = .seconds(1), _ body: (Database) async throws -> Void) async throws {
         try await withServerDatabaseOfItsOwn(connections: 1, timeout: timeout, logger: logger, body)
     }
 
-    @Test func waitingForABusyPoolEndsAtTheTimeoutAndTheConnectionServesAfterwards() async throws {
-        try await Self.withOneConnection { database in
-            let release = Release()
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                // Holds the only connection until the streaming transaction has given up (or 30 s).
-                let held = Atomic<Bool>(false)
-                group.addTask {
-                    try await database.withConnection { _ in
-                        held.store(true, ordering: .sequentiallyConsistent)
-                        await release.wait(upTo: .seconds(30))
-                    }
+    /// Runs `body` while another task holds the pool's only connection, for up to `hold`
+    /// or until `body` has ended.
+    private static func whileTheConnectionIsHeld(
+        in database: Database, upTo hold: Duration, _ body: () async throws -> Void
+    ) async throws {
+        let release = Release()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            let held = Atomic<Bool>(false)
+            group.addTask {
+                try await database.withConnection { _ in
+                    held.store(true, ordering: .sequentiallyConsistent)
+                    await release.wait(upTo: hold)
                 }
-                while !held.load(ordering: .sequentiallyConsistent) { try await Task.sleep(for: .milliseconds(10)) }
+            }
+            while !held.load(ordering: .sequentiallyConsistent) { try await Task.sleep(for: .milliseconds(10)) }
+            // Before the group waits for the holder, however `body` ended.
+            defer { release.open() }
+            try await body()
+        }
+    }
+
+    @Test(arguments: Entry.allCases)
+    func waitingForABusyPoolEndsAtTheTimeoutAndTheConnectionServesAfterwards(_ entry: Entry) async throws {
+        try await Self.withOneConnection { database in
+            try await Self.whileTheConnectionIsHeld(in: database, upTo: .seconds(30)) {
                 var ran = false
-                // Without a bound it would wait out the hold and then succeed.
+                // Without a bound it would wait out the 30 s hold and then succeed.
                 let error = await #expect(throws: StoreError.self) {
-                    try await database.streamingTransaction("REPEATABLE READ READ ONLY") { _ in ran = true }
+                    try await entry.run(database) { _ in ran = true }
                 }
                 #expect(error.map { "\($0)" } == "no PostgreSQL connection became free within 1.0 seconds")
                 #expect(!ran)
-                release.open()
-                try await group.waitForAll()
             }
             // The request given up is gone from the pool's queue, and its one connection serves.
             var rows: [Int] = []
-            try await database.streamingTransaction("REPEATABLE READ READ ONLY") { connection in
+            try await entry.run(database) { connection in
                 // The body runs in this task: it may change what this task holds.
                 for try await value in try await connection.query("SELECT generate_series(1, 3)", logger: Self.logger).decode(Int.self) {
                     rows.append(value)
@@ -51,15 +73,33 @@ import Testing
         }
     }
 
+    /// Migrations wait for a connection without a limit: a pool busy for longer than the
+    /// timeout delays them, it does not stop the server's start.
+    @Test func withoutALimitTheWaitOutlastsTheTimeout() async throws {
+        try await Self.withOneConnection { database in
+            let start = ContinuousClock.now
+            try await Self.whileTheConnectionIsHeld(in: database, upTo: .seconds(2)) {
+                let value = try await database.transaction(unlimited: true) { connection in
+                    try await connection.rows("SELECT 7::int", Self.logger).first?.decode(Int.self)
+                }
+                #expect(value == 7)
+            }
+            // It got the connection only when the 2 s hold ended, past the 1 s timeout.
+            #expect(ContinuousClock.now - start >= .seconds(2))
+        }
+    }
+
     @Test func aBodysErrorIsThrownAndItsConnectionGoesBack() async throws {
         struct Broken: Error, Equatable {}
         try await Self.withOneConnection { database in
-            await #expect(throws: Broken()) {
-                try await database.streamingTransaction("REPEATABLE READ READ ONLY") { _ in throw Broken() }
+            for entry in Entry.allCases {
+                await #expect(throws: Broken()) {
+                    try await entry.run(database) { _ in throw Broken() }
+                }
             }
             // With one connection, each of these needs it back from the one before.
             for expected in 1...3 {
-                let value = try await database.streamingTransaction("REPEATABLE READ READ ONLY") { connection in
+                let value = try await database.withConnection { connection in
                     try await connection.rows("SELECT \(expected)::int", Self.logger).first?.decode(Int.self)
                 }
                 #expect(value == expected)
@@ -68,7 +108,7 @@ import Testing
     }
 }
 
-extension StreamingTransactionTests {
+extension ConnectionWaitTests {
     /// Reads one after another and at once on one connection, each lent in its turn and given
     /// back (`ConnectionHandoffTests` has each order of lending and asking). The time limit
     /// turns a hang into a failure; the wait for the connection is long enough for the whole
