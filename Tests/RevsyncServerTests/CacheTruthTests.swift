@@ -69,8 +69,7 @@ import Testing
 
     @Test func copiedDatabaseGetsItsOwnCacheKeys() async throws {
         try await withTestServer { harness in
-            let copy = try await TestDatabase.create()
-            do {
+            try await TestDatabase.withNew { copy in
                 let original = try await harness.rows("SELECT instance::text FROM revsync_head").first?.decode(String.self) ?? ""
                 try await harness.withSecondInstance(configure: { $0.databaseURL = copy }) { other in
                     // A dump and restore copies the stored instance uuid.
@@ -81,10 +80,6 @@ import Testing
                     #expect(second.hasPrefix(original))
                     #expect(first != second)
                 }
-                await TestDatabase.drop(copy)
-            } catch {
-                await TestDatabase.drop(copy)
-                throw error
             }
         }
     }

@@ -167,41 +167,41 @@ import Testing
     }
 
     @Test func shutdownAnswersEveryWaiterAtOnce() async throws {
-        let url = try await TestDatabase.createMigrated()
-        defer { Task { await TestDatabase.drop(url) } }
-        var settings = ServerSettings()
-        settings.databaseURL = url
-        settings.schemaPath = defaultSchemaPath
-        settings.port = 0
-        settings.databaseConnections = 4
-        settings.databaseTimeout = .seconds(30)
-        settings.redisURL = ProcessInfo.processInfo.environment["REVSYNC_TEST_REDIS_URL"] ?? "redis://127.0.0.1:63799"
-        var logger = Logger(label: "revsync.tests.shutdown")
-        logger.logLevel = .warning
-        let server = try Server(settings: settings, logger: logger)
-        let listening = ListeningPort()
-        let group = ServiceGroup(services: [server.buildApplication(onListening: { listening.set($0) })], logger: logger)
-        try await withThrowingTaskGroup(of: Void.self) { tasks in
-            tasks.addTask { try await group.run() }
-            let port = try await listening.wait()
-            let (_, token) = try await server.devices.register(name: "waiting", user: "waiting", role: "viewer")
-            let connections = try (0..<3).map { _ in try RawConnection(port: port) }
-            for connection in connections { connection.send(Self.request(token: token, wait: 60)) }
-            try await eventually("every request waiting") { server.waiters.count == connections.count }
-            let stopping = ContinuousClock.now
-            await group.triggerGracefulShutdown()
-            for connection in connections {
-                let (text, _) = await connection.readUntilClosed(timeout: .seconds(20), orUntil: #""maxRevision":0}"#)
-                #expect(text.hasPrefix("HTTP/1.1 200"))
-                #expect(text.contains(#"{"changeSets":[],"maxRevision":0}"#))
+        try await TestDatabase.withNew(migrated: true) { url in
+            var settings = ServerSettings()
+            settings.databaseURL = url
+            settings.schemaPath = defaultSchemaPath
+            settings.port = 0
+            settings.databaseConnections = 4
+            settings.databaseTimeout = .seconds(30)
+            settings.redisURL = ProcessInfo.processInfo.environment["REVSYNC_TEST_REDIS_URL"] ?? "redis://127.0.0.1:63799"
+            var logger = Logger(label: "revsync.tests.shutdown")
+            logger.logLevel = .warning
+            let server = try Server(settings: settings, logger: logger)
+            let listening = ListeningPort()
+            let group = ServiceGroup(services: [server.buildApplication(onListening: { listening.set($0) })], logger: logger)
+            try await withThrowingTaskGroup(of: Void.self) { tasks in
+                tasks.addTask { try await group.run() }
+                let port = try await listening.wait()
+                let (_, token) = try await server.devices.register(name: "waiting", user: "waiting", role: "viewer")
+                let connections = try (0..<3).map { _ in try RawConnection(port: port) }
+                for connection in connections { connection.send(Self.request(token: token, wait: 60)) }
+                try await eventually("every request waiting") { server.waiters.count == connections.count }
+                let stopping = ContinuousClock.now
+                await group.triggerGracefulShutdown()
+                for connection in connections {
+                    let (text, _) = await connection.readUntilClosed(timeout: .seconds(20), orUntil: #""maxRevision":0}"#)
+                    #expect(text.hasPrefix("HTTP/1.1 200"))
+                    #expect(text.contains(#"{"changeSets":[],"maxRevision":0}"#))
+                }
+                // Well inside the 60 s wait: nobody waited it out.
+                #expect(ContinuousClock.now - stopping < .seconds(20))
+                // The rest of the stop is the other services'. Under the whole suite's load the
+                // PostgreSQL client alone can take `BoundedStop`'s 5 s, so it is bounded apart, still
+                // short of the wait.
+                try await tasks.waitForAll()
+                #expect(ContinuousClock.now - stopping < .seconds(45))
             }
-            // Well inside the 60 s wait: nobody waited it out.
-            #expect(ContinuousClock.now - stopping < .seconds(20))
-            // The rest of the stop is the other services'. Under the whole suite's load the
-            // PostgreSQL client alone can take `BoundedStop`'s 5 s, so it is bounded apart, still
-            // short of the wait.
-            try await tasks.waitForAll()
-            #expect(ContinuousClock.now - stopping < .seconds(45))
         }
     }
 }

@@ -41,28 +41,28 @@ import Testing
     }
 
     @Test func newNullableAttributeAndEntityAreAddedAndRefusalsExplainThemselves() async throws {
-        let url = try await TestDatabase.create()
-        defer { Task { await TestDatabase.drop(url) } }
-        let first = try await Self.migrate(url, schema: defaultSchemaPath)
-        #expect(first.contains { $0.hasPrefix("core 1:") } && first.last == "dataset schema version 1: 49 statements")
-        #expect(try await Self.migrate(url, schema: defaultSchemaPath).isEmpty)
+        try await TestDatabase.withNew { url in
+            let first = try await Self.migrate(url, schema: defaultSchemaPath)
+            #expect(first.contains { $0.hasPrefix("core 1:") } && first.last == "dataset schema version 1: 49 statements")
+            #expect(try await Self.migrate(url, schema: defaultSchemaPath).isEmpty)
 
-        let v2 = try Self.schemaFile(Self.addToNotes(["name": "color", "type": "string", "nullable": true], version: 2))
-        let steps = try await Self.migrate(url, schema: v2)
-        #expect(steps == ["dataset schema version 2: 1 statements"])
+            let v2 = try Self.schemaFile(Self.addToNotes(["name": "color", "type": "string", "nullable": true], version: 2))
+            let steps = try await Self.migrate(url, schema: v2)
+            #expect(steps == ["dataset schema version 2: 1 statements"])
 
-        let color: [String: Any] = ["name": "color", "type": "string", "nullable": true]
-        let withColor = Self.addToNotes(color, version: 2)
-        let sameVersion = try Self.schemaFile { json in
-            withColor(&json)
-            Self.addToNotes(["name": "shade", "type": "string", "nullable": true], version: 2)(&json)
+            let color: [String: Any] = ["name": "color", "type": "string", "nullable": true]
+            let withColor = Self.addToNotes(color, version: 2)
+            let sameVersion = try Self.schemaFile { json in
+                withColor(&json)
+                Self.addToNotes(["name": "shade", "type": "string", "nullable": true], version: 2)(&json)
+            }
+            await #expect { try await Self.migrate(url, schema: sameVersion) } throws: { "\($0)".contains("raise \"version\"") }
+            let required = try Self.schemaFile { json in
+                withColor(&json)
+                Self.addToNotes(["name": "weight", "type": "double", "nullable": false], version: 3)(&json)
+            }
+            await #expect { try await Self.migrate(url, schema: required) } throws: { "\($0)".contains("must be nullable") }
         }
-        await #expect { try await Self.migrate(url, schema: sameVersion) } throws: { "\($0)".contains("raise \"version\"") }
-        let required = try Self.schemaFile { json in
-            withColor(&json)
-            Self.addToNotes(["name": "weight", "type": "double", "nullable": false], version: 3)(&json)
-        }
-        await #expect { try await Self.migrate(url, schema: required) } throws: { "\($0)".contains("must be nullable") }
     }
 
     @Test func badSchemaFileIsRefusedNamingFileEntityAndAttribute() throws {

@@ -19,21 +19,7 @@ import Testing
     /// With all of them idle nothing came back for 30 s (its default keep-alive): each request
     /// got 503 at the deadline, and one with no deadline (a snapshot's stream) waited on.
     @Test func whilePostgreSQLRefusesMoreConnectionsThePoolsOwnStillServeEveryRequest() async throws {
-        let database = try await TestDatabase.create()
-        let url: String
-        do {
-            url = try await TestDatabase.createRole(connectionLimit: 2, for: database)
-        } catch {
-            await TestDatabase.drop(database)
-            throw error
-        }
-        do {
-            try await Self.requestsWhileRefused(url)
-        } catch {
-            await TestDatabase.dropRole(url)
-            throw error
-        }
-        await TestDatabase.dropRole(url)
+        try await TestDatabase.withRole(connectionLimit: 2) { url in try await Self.requestsWhileRefused(url) }
     }
 
     private static func requestsWhileRefused(_ url: String) async throws {

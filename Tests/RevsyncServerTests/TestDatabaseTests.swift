@@ -16,4 +16,24 @@ import Testing
         #expect(!TestDatabase.isLeftover("revsync", now: now))
         #expect(!TestDatabase.isLeftover("revsync_bench", now: now))
     }
+
+    /// `withRole` leaves nothing behind when its body fails: not the database, not the role.
+    @Test func aRolesDatabaseAndTheRoleAreDroppedWhenTheBodyThrows() async throws {
+        struct Failed: Error, Equatable {}
+        var seen: (database: String, role: String)?
+        await #expect(throws: Failed()) {
+            try await TestDatabase.withRole(connectionLimit: 1) { url in
+                let components = try #require(URLComponents(string: url))
+                let database = String(components.path.dropFirst()), role = try #require(components.user)
+                // Both exist while the body runs.
+                #expect(try await TestDatabase.valuesOnServer("SELECT datname FROM pg_database WHERE datname = '\(database)'") == [database])
+                #expect(try await TestDatabase.valuesOnServer("SELECT rolname::text FROM pg_roles WHERE rolname = '\(role)'") == [role])
+                seen = (database, role)
+                throw Failed()
+            }
+        }
+        let (database, role) = try #require(seen)
+        #expect(try await TestDatabase.valuesOnServer("SELECT datname FROM pg_database WHERE datname = '\(database)'").isEmpty)
+        #expect(try await TestDatabase.valuesOnServer("SELECT rolname::text FROM pg_roles WHERE rolname = '\(role)'").isEmpty)
+    }
 }

@@ -24,37 +24,31 @@ public func withLiveServer<T: Sendable>(
     configure: (inout ServerSettings) -> Void = { _ in },
     _ body: @Sendable (LiveServer) async throws -> T
 ) async throws -> T {
-    let url = try await TestDatabase.createMigrated()
-    var settings = ServerSettings()
-    settings.databaseURL = url
-    settings.schemaPath = defaultSchemaPath
-    settings.adminToken = "live-admin-token"
-    // The kernel picks the port as the server binds it: a port picked before and bound later
-    // could be taken meanwhile (by another test's server, or as some connection's source
-    // port), and the test would then talk to whatever held it.
-    settings.port = 0
-    settings.databaseConnections = 6
-    // Every suite runs at once on two cores: PostgreSQL may take longer than production allows.
-    settings.databaseTimeout = .seconds(30)
-    settings.redisURL = ProcessInfo.processInfo.environment["REVSYNC_TEST_REDIS_URL"] ?? "redis://127.0.0.1:63799"
-    configure(&settings)
-    var logger = Logger(label: "revsync.tests.live")
-    logger.logLevel = .warning
-    do {
+    try await TestDatabase.withNew(migrated: true) { url in
+        var settings = ServerSettings()
+        settings.databaseURL = url
+        settings.schemaPath = defaultSchemaPath
+        settings.adminToken = "live-admin-token"
+        // The kernel picks the port as the server binds it: a port picked before and bound later
+        // could be taken meanwhile (by another test's server, or as some connection's source
+        // port), and the test would then talk to whatever held it.
+        settings.port = 0
+        settings.databaseConnections = 6
+        // Every suite runs at once on two cores: PostgreSQL may take longer than production allows.
+        settings.databaseTimeout = .seconds(30)
+        settings.redisURL = ProcessInfo.processInfo.environment["REVSYNC_TEST_REDIS_URL"] ?? "redis://127.0.0.1:63799"
+        configure(&settings)
+        var logger = Logger(label: "revsync.tests.live")
+        logger.logLevel = .warning
         let server = try Server(settings: settings, logger: logger)
         let listening = ListeningPort()
         let app = server.buildApplication(onListening: { listening.set($0) })
         let adminToken = settings.adminToken ?? ""
-        let result = try await withRunning(app) {
+        return try await withRunning(app) {
             let port = try await listening.wait()
             return try await body(
                 LiveServer(baseURL: URL(string: "http://127.0.0.1:\(port)")!, adminToken: adminToken, server: server))
         }
-        await TestDatabase.drop(url)
-        return result
-    } catch {
-        await TestDatabase.drop(url)
-        throw error
     }
 }
 

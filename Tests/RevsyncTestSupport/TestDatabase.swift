@@ -73,6 +73,36 @@ public enum TestDatabase {
         return prefix + "\(Int(Date().timeIntervalSince1970))_" + random
     }
 
+    /// Runs `body` with the URL of a new database, empty or `migrated` (`createMigrated`),
+    /// dropped afterwards however `body` ends.
+    public static func withNew<T>(migrated: Bool = false, _ body: (String) async throws -> T) async throws -> T {
+        let url = try await migrated ? createMigrated() : create()
+        return try await cleaningUp(with: { await drop(url) }) { try await body(url) }
+    }
+
+    /// Runs `body` with the URL of a new, empty database reached as a role of its own that may
+    /// open at most `connectionLimit` connections at once (`createRole`); the role and the
+    /// database are dropped afterwards however `body` ends.
+    public static func withRole<T>(connectionLimit: Int, _ body: (String) async throws -> T) async throws -> T {
+        try await withNew { database in
+            let url = try await createRole(connectionLimit: connectionLimit, for: database)
+            return try await cleaningUp(with: { await dropRole(url) }) { try await body(url) }
+        }
+    }
+
+    /// `body`'s result, or its error, with `cleanUp` run after it either way.
+    private static func cleaningUp<T>(with cleanUp: () async -> Void, _ body: () async throws -> T) async throws -> T {
+        let result: T
+        do {
+            result = try await body()
+        } catch {
+            await cleanUp()
+            throw error
+        }
+        await cleanUp()
+        return result
+    }
+
     /// Creates a login role that PostgreSQL lets open at most `connectionLimit` connections at
     /// once (past it: "too many connections for role", SQLSTATE 53300), and returns `url` with
     /// it as the user. Drop it with `dropRole(_:)` once its connections are closed.
@@ -135,6 +165,13 @@ public enum TestDatabase {
                 _ = try? await column("DROP ROLE IF EXISTS \(name)", on: connection)
             }
         }
+    }
+
+    /// The first column of `sql`'s rows, run on the server's own database (tests of this type).
+    static func valuesOnServer(_ sql: String) async throws -> [String] {
+        var values: [String] = []
+        try await withConnection(to: serverURL) { values = try await column(sql, on: $0) }
+        return values
     }
 
     /// Runs `sql` on the server's own database, on a connection of its own.

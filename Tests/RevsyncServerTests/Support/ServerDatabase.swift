@@ -26,12 +26,7 @@ func withServerDatabase(
 func withServerDatabaseOfItsOwn(
     connections: Int, timeout: Duration, logger: Logger, _ body: (Database) async throws -> Void
 ) async throws {
-    let url = try await TestDatabase.create()
-    do {
+    try await TestDatabase.withNew { url in
         try await withServerDatabase(url, connections: connections, timeout: timeout, logger: logger, body)
-    } catch {
-        await TestDatabase.drop(url)
-        throw error
     }
-    await TestDatabase.drop(url)
 }

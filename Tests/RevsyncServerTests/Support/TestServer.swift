@@ -19,32 +19,26 @@ func withTestServer<T: Sendable>(
     applyDelay: ApplyDelay? = nil,
     _ body: @Sendable (TestHarness) async throws -> T
 ) async throws -> T {
-    let url = try await TestDatabase.createMigrated()
-    var settings = ServerSettings()
-    settings.databaseURL = url
-    settings.schemaPath = defaultSchemaPath
-    settings.adminToken = adminToken
-    // Tests run in parallel against one PostgreSQL: keep each server's pool small, and give
-    // PostgreSQL more time than production does, since two cores run every suite at once.
-    settings.databaseConnections = 6
-    settings.databaseTimeout = .seconds(30)
-    // The cache is on, as in production; its keys are named by this database's instance id.
-    settings.redisURL = ProcessInfo.processInfo.environment["REVSYNC_TEST_REDIS_URL"] ?? "redis://127.0.0.1:63799"
-    settings.cacheReconcileInterval = .milliseconds(100)
-    configure(&settings)
-    var logger = Logger(label: "revsync.tests")
-    logger.logLevel = .warning
-    logger[metadataKey: "test"] = "\(Test.current?.name ?? "?")"
-    do {
+    try await TestDatabase.withNew(migrated: true) { url in
+        var settings = ServerSettings()
+        settings.databaseURL = url
+        settings.schemaPath = defaultSchemaPath
+        settings.adminToken = adminToken
+        // Tests run in parallel against one PostgreSQL: keep each server's pool small, and give
+        // PostgreSQL more time than production does, since two cores run every suite at once.
+        settings.databaseConnections = 6
+        settings.databaseTimeout = .seconds(30)
+        // The cache is on, as in production; its keys are named by this database's instance id.
+        settings.redisURL = ProcessInfo.processInfo.environment["REVSYNC_TEST_REDIS_URL"] ?? "redis://127.0.0.1:63799"
+        settings.cacheReconcileInterval = .milliseconds(100)
+        configure(&settings)
+        var logger = Logger(label: "revsync.tests")
+        logger.logLevel = .warning
+        logger[metadataKey: "test"] = "\(Test.current?.name ?? "?")"
         let server = try Server(settings: settings, logger: logger, applyDelay: applyDelay)
-        let result = try await server.buildApplication().test(.router) { client in
+        return try await server.buildApplication().test(.router) { client in
             try await body(TestHarness(client: client, server: server))
         }
-        await TestDatabase.drop(url)
-        return result
-    } catch {
-        await TestDatabase.drop(url)
-        throw error
     }
 }
 
