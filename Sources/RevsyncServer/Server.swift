@@ -59,7 +59,9 @@ public struct Server: Sendable {
         devices = DeviceStore(database: database, lookupsPerSecond: settings.tokenLookupsPerSecond, batchedLookups: true)
         let postgresLog = PostgresChangeLog(database: database)
         if let url = settings.redisURL {
-            let client = try RedisClient(configuration: try RedisConfiguration(url: url), logger: logger)
+            var redisConfiguration = try RedisConfiguration(url: url)
+            redisConfiguration.connectTimeout = settings.redisConnectTimeout
+            let client = try RedisClient(configuration: redisConfiguration, logger: logger)
             let cache = RedisChangeLog(postgres: postgresLog, redis: client, settings: settings, metrics: metrics, logger: logger)
             redis = client
             self.cache = cache

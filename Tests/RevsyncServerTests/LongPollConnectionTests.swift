@@ -168,13 +168,9 @@ import Testing
 
     @Test func shutdownAnswersEveryWaiterAtOnce() async throws {
         try await TestDatabase.withNew(migrated: true) { url in
-            var settings = ServerSettings()
-            settings.databaseURL = url
-            settings.schemaPath = defaultSchemaPath
+            var settings = ServerSettings.forTests(databaseURL: url)
             settings.port = 0
             settings.databaseConnections = 4
-            settings.databaseTimeout = .seconds(30)
-            settings.redisURL = ProcessInfo.processInfo.environment["REVSYNC_TEST_REDIS_URL"] ?? "redis://127.0.0.1:63799"
             var logger = Logger(label: "revsync.tests.shutdown")
             logger.logLevel = .warning
             let server = try Server(settings: settings, logger: logger)

@@ -25,18 +25,12 @@ public func withLiveServer<T: Sendable>(
     _ body: @Sendable (LiveServer) async throws -> T
 ) async throws -> T {
     try await TestDatabase.withNew(migrated: true) { url in
-        var settings = ServerSettings()
-        settings.databaseURL = url
-        settings.schemaPath = defaultSchemaPath
+        var settings = ServerSettings.forTests(databaseURL: url)
         settings.adminToken = "live-admin-token"
         // The kernel picks the port as the server binds it: a port picked before and bound later
         // could be taken meanwhile (by another test's server, or as some connection's source
         // port), and the test would then talk to whatever held it.
         settings.port = 0
-        settings.databaseConnections = 6
-        // Every suite runs at once on two cores: PostgreSQL may take longer than production allows.
-        settings.databaseTimeout = .seconds(30)
-        settings.redisURL = ProcessInfo.processInfo.environment["REVSYNC_TEST_REDIS_URL"] ?? "redis://127.0.0.1:63799"
         configure(&settings)
         var logger = Logger(label: "revsync.tests.live")
         logger.logLevel = .warning

@@ -47,6 +47,10 @@ public struct ServerSettings: Sendable {
     public var waitRecheckInterval: Duration = .seconds(1)
     /// Redis for the catch-up cache; nil serves catch-up from PostgreSQL alone.
     public var redisURL: String? = "redis://127.0.0.1:63799"
+    /// How long opening a connection to Redis may take before the instance serves from
+    /// PostgreSQL alone (degraded) and tries again. Short, so that a Redis that is down holds
+    /// up no request; a Redis farther away, or a machine loaded to its limit, may need more.
+    public var redisConnectTimeout: Duration = .milliseconds(250)
     /// First part of every cache key (the database's instance id follows).
     public var cachePrefix = "revsync"
     /// Most recent change sets kept in the cache.
@@ -148,6 +152,7 @@ public struct ServerSettings: Sendable {
         if let n = try integer("REVSYNC_MAX_WAIT_SECONDS") { settings.maxWait = .seconds(n) }
         if let n = try integer("REVSYNC_WAIT_RECHECK_MS") { settings.waitRecheckInterval = .milliseconds(max(10, n)) }
         if let url = value("REVSYNC_REDIS_URL") { settings.redisURL = url == "off" ? nil : url }
+        if let n = try integer("REVSYNC_REDIS_CONNECT_TIMEOUT_MS") { settings.redisConnectTimeout = .milliseconds(max(1, n)) }
         if let prefix = value("REVSYNC_CACHE_PREFIX") { settings.cachePrefix = prefix }
         if let n = try integer("REVSYNC_CACHE_WINDOW") { settings.cacheWindow = Int64(max(1, n)) }
         if let n = try integer("REVSYNC_CACHE_MAX_BYTES") { settings.cacheMaxBytes = max(1024, n) }

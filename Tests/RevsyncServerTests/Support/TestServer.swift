@@ -20,16 +20,8 @@ func withTestServer<T: Sendable>(
     _ body: @Sendable (TestHarness) async throws -> T
 ) async throws -> T {
     try await TestDatabase.withNew(migrated: true) { url in
-        var settings = ServerSettings()
-        settings.databaseURL = url
-        settings.schemaPath = defaultSchemaPath
+        var settings = ServerSettings.forTests(databaseURL: url)
         settings.adminToken = adminToken
-        // Tests run in parallel against one PostgreSQL: keep each server's pool small, and give
-        // PostgreSQL more time than production does, since two cores run every suite at once.
-        settings.databaseConnections = 6
-        settings.databaseTimeout = .seconds(30)
-        // The cache is on, as in production; its keys are named by this database's instance id.
-        settings.redisURL = ProcessInfo.processInfo.environment["REVSYNC_TEST_REDIS_URL"] ?? "redis://127.0.0.1:63799"
         settings.cacheReconcileInterval = .milliseconds(100)
         configure(&settings)
         var logger = Logger(label: "revsync.tests")
