@@ -43,6 +43,12 @@ import Testing
         return try RedisClient(configuration: configuration, logger: quiet)
     }
 
+    /// Redis calls that failed so far (`revsync_cache_errors_total`).
+    static func cacheErrors(_ server: Server) -> Int {
+        let line = server.metrics.exposition().split(separator: "\n").first { $0.hasPrefix("revsync_cache_errors_total ") }
+        return line.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) }.map { Int($0) } ?? 0
+    }
+
     /// The raw answer to a catch-up request.
     static func catchUp(_ client: any TestClientProtocol, _ device: TestDevice, from revision: Int64) async throws -> ByteBuffer {
         try await client.execute(
@@ -60,12 +66,20 @@ import Testing
             let reader = try await harness.register("viewer", name: "reader")
             let head = try await Self.write(harness, writer, count: 30)
             _ = try await harness.sync(reader, from: head)  // authenticates once
-            let before = harness.server.database.leases.value
-            for lag: Int64 in [1, 5, 10, 29, 30, 0] {
-                let page = try await harness.sync(reader, from: head - lag)
-                #expect(page.changeSets.compactMap(\.revision) == Array(stride(from: head - lag + 1, through: head, by: 1)))
+            // A Redis call that failed (a commit's cache write, or a read timed out, which the
+            // whole suite's first minute has made happen) sends catch-up to PostgreSQL, as it
+            // should. A round that leased a connection is excused only then, and run again.
+            for round in 1...3 {
+                let before = harness.server.database.leases.value
+                for lag: Int64 in [1, 5, 10, 29, 30, 0] {
+                    let page = try await harness.sync(reader, from: head - lag)
+                    #expect(page.changeSets.compactMap(\.revision) == Array(stride(from: head - lag + 1, through: head, by: 1)))
+                }
+                let leased = harness.server.database.leases.value - before
+                if leased == 0 { break }
+                try #require(Self.cacheErrors(harness.server) > 0, "catch-up leased \(leased) PostgreSQL connections, and no Redis call had failed")
+                #expect(round < 3, "catch-up leased PostgreSQL connections in every round")
             }
-            #expect(harness.server.database.leases.value == before, "catch-up leased PostgreSQL connections")
             let metrics = harness.server.metrics.exposition()
             #expect(metrics.contains("revsync_catchup_duration_seconds_count{source=\"redis\"}"))
         }
