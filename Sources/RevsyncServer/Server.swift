@@ -152,11 +152,12 @@ public struct Server: Sendable {
         // reached), PostgresNIO's pool queues every request, even with connections of its own
         // idle, and hands one out only when a connection comes back to it: with all of them idle,
         // nothing comes back until a keep-alive ends (every 30 s by default), and requests got
-        // 503 or, with no deadline, waited on. A keep-alive a second after a connection falls
-        // idle bounds that wait; once one is handed out, each one released serves the next in
-        // the queue. An idle connection costs a `SELECT 1` a second until the pool closes it
-        // (60 s). The pool can then hang as it stops, which `BoundedStop` keeps from the server.
-        configuration.options.keepAliveBehavior = .init(frequency: .seconds(1))
+        // 503 or, with no deadline, waited on. A keep-alive soon after a connection falls idle
+        // (`REVSYNC_DB_KEEPALIVE_SECONDS`, at most half the wait a request is allowed) bounds
+        // that wait; once one is handed out, each one released serves the next in the queue.
+        // An idle connection costs a `SELECT 1` each time until the pool closes it (60 s). The
+        // pool can then hang as it stops, which `BoundedStop` keeps from the server.
+        configuration.options.keepAliveBehavior = .init(frequency: min(settings.databaseKeepAlive, settings.databaseTimeout / 2))
         return configuration
     }
 

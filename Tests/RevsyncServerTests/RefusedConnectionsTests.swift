@@ -23,8 +23,9 @@ import Testing
     }
 
     private static func requestsWhileRefused(_ url: String) async throws {
-        // The server's own configuration of its client.
-        try await withServerDatabase(url, connections: 8, timeout: .seconds(5), logger: logger) { database in
+        // The server's own configuration of its client, with its default keep-alive (5 s): a
+        // request may wait that long for an idle connection to come back, well inside 12 s.
+        try await withServerDatabase(url, connections: 8, timeout: .seconds(12), logger: logger) { database in
             let hold = { @Sendable (requests: Int) async throws in
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     for _ in 0..<requests {

@@ -17,6 +17,7 @@ import Testing
             "REVSYNC_COMMIT_BATCH_SIZE": "500",
             "REVSYNC_REDIS_URL": "off",
             "REVSYNC_LISTEN": "[::1]:9000",
+            "REVSYNC_DB_KEEPALIVE_SECONDS": "3",
         ])
         #expect(settings.redisConnectTimeout == .seconds(2))
         // Zero would be no wait at all: the least is a second.
@@ -25,8 +26,20 @@ import Testing
         #expect(settings.commitBatchSize == 64)
         #expect(settings.redisURL == nil)
         #expect(settings.host == "::1" && settings.port == 9000)
+        #expect(settings.databaseKeepAlive == .seconds(3))
         // A zero connect timeout would mean "block for ever" to the socket: the least is 1 ms.
         #expect(try ServerSettings.fromEnvironment(["REVSYNC_REDIS_CONNECT_TIMEOUT_MS": "0"]).redisConnectTimeout == .milliseconds(1))
+    }
+
+    /// The pool's keep-alive bounds a request's wait while PostgreSQL refuses more
+    /// connections, so it never comes near the wait a request is allowed.
+    @Test func theKeepAliveIsAtMostHalfTheDatabaseTimeout() throws {
+        var settings = ServerSettings()
+        #expect(try Server.postgresConfiguration(settings).options.keepAliveBehavior?.frequency == .seconds(5))
+        settings.databaseTimeout = .seconds(4)
+        #expect(try Server.postgresConfiguration(settings).options.keepAliveBehavior?.frequency == .seconds(2))
+        settings.databaseKeepAlive = .seconds(1)
+        #expect(try Server.postgresConfiguration(settings).options.keepAliveBehavior?.frequency == .seconds(1))
     }
 
     @Test func aValueThatIsNotANumberIsRefusedByName() {

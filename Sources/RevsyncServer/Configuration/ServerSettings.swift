@@ -33,6 +33,14 @@ public struct ServerSettings: Sendable {
     /// How long a request waits for PostgreSQL before answering 503.
     public var databaseTimeout: Duration = .seconds(10)
     public var databaseConnections = 20
+    /// How soon after a pooled connection falls idle it runs a keep-alive (`SELECT 1`), and
+    /// again after each one, until the pool closes it (60 s idle); at most half of
+    /// `databaseTimeout` is used. While PostgreSQL refuses the pool new connections, a request
+    /// waits for a connection to come back to the pool (PostgresNIO queues it even with
+    /// connections idle), which a keep-alive's end does: this bounds that wait. Each keep-alive
+    /// costs the server CPU while connections stay idle: with 20 idle, 1 s doubled an idle
+    /// server's CPU (docs/performance.md), 5 s costs little more than none.
+    public var databaseKeepAlive: Duration = .seconds(5)
     /// Change sets of concurrent requests applied in one transaction (group commit), at most 64:
     /// a batch PostgreSQL refuses is run again with a savepoint per change set, and past 64
     /// subtransactions PostgreSQL's per-backend cache overflows and every backend slows down.
@@ -146,6 +154,7 @@ public struct ServerSettings: Sendable {
         if let n = try integer("REVSYNC_PRUNE_INTERVAL_SECONDS") { settings.pruneInterval = .seconds(max(1, n)) }
         if let n = try integer("REVSYNC_DB_TIMEOUT_SECONDS") { settings.databaseTimeout = .seconds(max(1, n)) }
         if let n = try integer("REVSYNC_DB_CONNECTIONS") { settings.databaseConnections = max(2, n) }
+        if let n = try integer("REVSYNC_DB_KEEPALIVE_SECONDS") { settings.databaseKeepAlive = .seconds(max(1, n)) }
         if let n = try integer("REVSYNC_COMMIT_BATCH_SIZE") { settings.commitBatchSize = min(64, max(1, n)) }
         if let n = try integer("REVSYNC_COMMIT_WAIT_MS") { settings.commitBatchWait = .milliseconds(max(0, n)) }
         if let n = try integer("REVSYNC_REQUEST_WORKERS") { settings.requestWorkers = max(0, n) }
