@@ -89,6 +89,23 @@ import Testing
         }
     }
 
+    /// PostgresNIO 1.33.2 never answers a query written to a closed connection: a statement
+    /// after PostgreSQL closed the connection (a restart) fails here instead of waiting for
+    /// ever. The time limit turns such a wait into a failure.
+    @Test(.timeLimit(.minutes(1))) func aStatementOnAClosedConnectionFailsInsteadOfWaiting() async throws {
+        try await Self.withOneConnection { database in
+            try await database.withConnection { connection in
+                try await connection.run("SELECT 1", Self.logger)
+                try await connection.close()
+                let error = await #expect(throws: StoreError.self) { try await connection.run("SELECT 1", Self.logger) }
+                #expect(error.map { "\($0)" } == "PostgreSQL closed the connection (a restart?) before the next statement")
+            }
+            // The pool replaces it.
+            let value = try await database.withConnection { try await $0.rows("SELECT 2::int", Self.logger).first?.decode(Int.self) }
+            #expect(value == 2)
+        }
+    }
+
     @Test func aBodysErrorIsThrownAndItsConnectionGoesBack() async throws {
         struct Broken: Error, Equatable {}
         try await Self.withOneConnection { database in

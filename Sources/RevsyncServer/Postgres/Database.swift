@@ -117,12 +117,21 @@ extension PostgresConnection {
 
     /// Runs a statement and reads (and drops) its rows so that its error, if any, is thrown here.
     public func run(_ query: PostgresQuery, _ logger: Logger) async throws {
-        _ = try await self.query(query, logger: logger).collect()
+        _ = try await openQuery(query, logger).collect()
     }
 
     /// Runs a query and returns all its rows.
     public func rows(_ query: PostgresQuery, _ logger: Logger) async throws -> [PostgresRow] {
-        try await self.query(query, logger: logger).collect()
+        try await openQuery(query, logger).collect()
+    }
+
+    /// Sends `query`, unless the connection is closed already: PostgresNIO 1.33.2 writes a
+    /// query to a closed connection and never answers it (the write's failure is dropped), so
+    /// a transaction whose connection PostgreSQL closed between two statements (a restart)
+    /// would wait for ever. A snapshot file's build did, mid-way, after a restart in a soak.
+    public func openQuery(_ query: PostgresQuery, _ logger: Logger) async throws -> PostgresRowSequence {
+        guard !isClosed else { throw StoreError.unavailable("PostgreSQL closed the connection (a restart?) before the next statement") }
+        return try await self.query(query, logger: logger)
     }
 }
 

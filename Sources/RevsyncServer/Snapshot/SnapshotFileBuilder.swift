@@ -7,15 +7,15 @@ import RevsyncWire
 /// Reads the dataset from PostgreSQL into a snapshot file (`RevsyncSnapshotFile`).
 ///
 /// One REPEATABLE READ transaction, so every table is read at one instant and the
-/// head read in it is exactly the revision of that state. Rows stream from a cursor
-/// into the file in batches, so the server's memory stays flat whatever the size.
+/// head read in it is exactly the revision of that state. Rows are read a page at a time
+/// (by id) and written to the file, so the server's memory stays flat whatever the size.
 /// Instances build one at a time: the transaction first takes a PostgreSQL advisory
 /// lock, and an instance that waited for another may find, through `existing`, the
 /// file that one built (a directory shared by the instances) and skip its own build.
 struct SnapshotFileBuilder: Sendable {
     let database: Database
     let schema: DatasetSchema
-    /// Rows handed to SQLite at once.
+    /// Rows read in one page, and handed to SQLite at once.
     var batchSize = 2_000
 
     /// The advisory lock's key: one build at a time per database, whatever the instance.
@@ -46,19 +46,24 @@ struct SnapshotFileBuilder: Sendable {
             for entity in schema.entities {
                 let columns = RecordColumns(entity)
                 let names = entity.attributes.map(\.name)
-                var batch: [SnapshotRow] = []
-                batch.reserveCapacity(batchSize)
-                let rows = try await connection.query(
-                    "SELECT \(unescaped: columns.selectList) FROM \(unescaped: columns.table) AS t", logger: logger)
-                for try await row in rows {
-                    let record = try columns.decode(row)
-                    batch.append(SnapshotRow(id: record.id, revision: record.revision, values: names.map { record.values[$0] ?? .null }))
-                    if batch.count >= batchSize {
-                        try await writer.append(batch, to: entity.name)
-                        batch.removeAll(keepingCapacity: true)
+                // A page at a time, read whole before it is written: no row stream is left
+                // waiting on SQLite. PostgresNIO 1.33.2 stops the process (a precondition) when
+                // PostgreSQL closes a connection whose row stream waits for its reader, which a
+                // restart during a build did.
+                var after = Int64.min
+                while true {
+                    let rows = try await connection.rows(
+                        "SELECT \(unescaped: columns.selectList) FROM \(unescaped: columns.table) AS t WHERE t.id > \(after) ORDER BY t.id LIMIT \(batchSize)",
+                        logger)
+                    let batch = try rows.map { row in
+                        let record = try columns.decode(row)
+                        return SnapshotRow(id: record.id, revision: record.revision, values: names.map { record.values[$0] ?? .null })
                     }
+                    guard let last = batch.last else { break }
+                    try await writer.append(batch, to: entity.name)
+                    after = last.id
+                    if batch.count < batchSize { break }
                 }
-                if !batch.isEmpty { try await writer.append(batch, to: entity.name) }
             }
             return .built(try await writer.finish(revision: head, schemaVersion: schema.version), database: database)
         }

@@ -40,8 +40,8 @@ struct SnapshotStreamer: Sendable {
                 // Attributes stream first; the id list (small) follows once all rows are seen.
                 out.raw("{\"update\":[],\"delete\":[],\"attributes\":{")
                 var ids: [Int64] = []
-                let rows = try await connection.query(
-                    "SELECT \(unescaped: columns.selectList) FROM \(unescaped: columns.table) AS t ORDER BY t.id", logger: logger)
+                let rows = try await connection.openQuery(
+                    "SELECT \(unescaped: columns.selectList) FROM \(unescaped: columns.table) AS t ORDER BY t.id", logger)
                 for try await row in rows {
                     let record = try columns.decode(row)
                     if !ids.isEmpty { out.byte(UInt8(ascii: ",")) }
