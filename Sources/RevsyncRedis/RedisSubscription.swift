@@ -3,8 +3,8 @@ import NIOCore
 import NIOPosix
 import Synchronization
 
-/// One Redis channel followed on a connection of its own: a subscribed connection takes no
-/// other command.
+/// Redis channels followed on a connection of their own: a subscribed connection takes no
+/// other command, so one connection serves every channel an instance follows.
 ///
 /// The connection is opened anew after any failure (Redis restarted, the network
 /// dropped), `retryDelay` after the last try. Messages published while it was down
@@ -12,27 +12,28 @@ import Synchronization
 /// can look up what it may have missed.
 public struct RedisSubscription: Sendable {
     public let configuration: RedisConfiguration
-    public let channel: String
+    public let channels: [String]
     /// Between a lost or refused connection and the next try.
     public var retryDelay: Duration = .seconds(1)
     let logger: Logger
 
-    public init(configuration: RedisConfiguration, channel: String, logger: Logger) {
+    public init(configuration: RedisConfiguration, channels: [String], logger: Logger) {
+        precondition(!channels.isEmpty, "a subscription needs a channel")
         self.configuration = configuration
-        self.channel = channel
+        self.channels = channels
         self.logger = logger
     }
 
-    /// Follows the channel until the calling task is cancelled.
+    /// Follows the channels until the calling task is cancelled.
     /// - Parameters:
     ///   - eventLoopGroup: where the connection lives; the process's shared one unless given.
     ///   - subscribed: called after every (re)subscription.
     ///   - lost: called when a subscription ends by a failure (messages are lost until the next `subscribed`).
-    ///   - message: called with each message's payload, in order, on the connection's event loop.
+    ///   - message: called with each message's channel and payload, in order, on the connection's event loop.
     public func run(
         eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         subscribed: @escaping @Sendable () -> Void, lost: @escaping @Sendable () -> Void = {},
-        message: @escaping @Sendable (ByteBuffer) -> Void
+        message: @escaping @Sendable (_ channel: String, _ payload: ByteBuffer) -> Void
     ) async {
         var failing = false
         while !Task.isCancelled {
@@ -44,7 +45,7 @@ public struct RedisSubscription: Sendable {
             } catch {
                 lost()
                 // Only the change is logged: a Redis that stays down would fill the log.
-                if !failing { logger.warning("the Redis subscription failed; retrying", metadata: ["channel": "\(channel)", "error": "\(error)"]) }
+                if !failing { logger.warning("the Redis subscription failed; retrying", metadata: ["channels": "\(channels)", "error": "\(error)"]) }
                 failing = true
             }
             guard !Task.isCancelled else { break }
@@ -54,21 +55,26 @@ public struct RedisSubscription: Sendable {
 
     /// One connection's life: it returns when the connection closes (cancelled or failed), and throws if it could not subscribe.
     private func follow(
-        eventLoopGroup: any EventLoopGroup, subscribed: () -> Void, message: @escaping @Sendable (ByteBuffer) -> Void
+        eventLoopGroup: any EventLoopGroup, subscribed: () -> Void, message: @escaping @Sendable (String, ByteBuffer) -> Void
     ) async throws {
         let connection = try await RedisConnection.connect(configuration: configuration, eventLoopGroup: eventLoopGroup) { pushed in
-            // ["message", channel, payload]; anything else (a ping reply, say) is not for the follower.
-            if case .array(let parts) = pushed, parts.count == 3, parts[0].stringValue == "message", let payload = parts[2].bufferValue {
-                message(payload)
+            // ["message", channel, payload]; anything else (a ping reply, the other channels'
+            // subscribe confirmations) is not for the follower.
+            if case .array(let parts) = pushed, parts.count == 3, parts[0].stringValue == "message",
+                let channel = parts[1].stringValue, let payload = parts[2].bufferValue
+            {
+                message(channel, payload)
             }
         }
         try await withTaskCancellationHandler {
-            let reply = try await connection.execute([ByteBuffer(string: "SUBSCRIBE"), ByteBuffer(string: channel)])
+            // Redis subscribes to all of them before it confirms the first, so once that
+            // confirmation is here no message on any of them can be missed.
+            let reply = try await connection.execute([ByteBuffer(string: "SUBSCRIBE")] + channels.map { ByteBuffer(string: $0) })
             guard case .array(let parts) = reply, parts.first?.stringValue == "subscribe" else {
                 connection.close()
                 throw RedisError.unexpectedReply(expected: "a subscribe confirmation", got: reply)
             }
-            logger.debug("subscribed", metadata: ["channel": "\(channel)"])
+            logger.debug("subscribed", metadata: ["channels": "\(channels)"])
             subscribed()
             await connection.closed()
         } onCancel: {

@@ -171,8 +171,11 @@ public struct Server: Sendable {
         migrate: Bool = true, onListening: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         let cache = self.cache
+        // One per run: the watcher's stream can be read once.
+        let deviceEvents = DeviceChangeWatcher.Events()
         var services: [any Service] = [
-            postgresService, pruner, DeviceChangeWatcher(devices: devices, feed: cache, logger: logger),
+            postgresService, pruner, DeviceChangeWatcher(
+                devices: devices, feed: cache, events: deviceEvents, checkInterval: settings.deviceCheckInterval, logger: logger),
             SnapshotFilesService(files: snapshotFiles, spool: snapshotSpool),
         ]
         // After PostgreSQL's client, so that it stops before it (services stop in reverse order).
@@ -180,11 +183,14 @@ public struct Server: Sendable {
         // Before the HTTP server, so that they stop after it: no request is under way by then.
         if let requestWorkers { services.append(requestWorkers) }
         if let redis, let cache {
-            services += [RedisService(client: redis), CacheReconciler(cache: cache, interval: settings.cacheReconcileInterval)]
+            services += [
+                RedisService(client: redis), CacheReconciler(cache: cache, interval: settings.cacheReconcileInterval, waiters: waiters, feed: commitFeed),
+            ]
         }
         // Last, so that it stops first (services stop in reverse order), while Redis still runs.
         services.append(
-            CommitFeed(waiters: waiters, status: commitFeed, changeLog: changeLog, cache: cache, recheckInterval: settings.waitRecheckInterval, logger: logger))
+            CommitFeed(waiters: waiters, status: commitFeed, changeLog: changeLog, cache: cache, deviceEvents: deviceEvents,
+                recheckInterval: settings.waitRecheckInterval, logger: logger))
         var app = Application(
             router: buildRouter(),
             server: GuardedHTTP1Channel.builder(limits: settings.connections, count: BoundedCount(), workers: requestWorkers),

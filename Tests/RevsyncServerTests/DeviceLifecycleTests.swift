@@ -54,16 +54,20 @@ import Testing
         }
     }
 
+    /// The counter is read only when the subscription starts (a check every 600 s): the
+    /// second instance keeps its cached device until the announcement arrives on its
+    /// subscription, so without it the loop below ends at its bound and the test fails.
     @Test func revocationReachesAnotherInstanceThroughTheRedisFeed() async throws {
-        try await withTestServer { harness in
+        try await withTestServer(configure: { $0.deviceCheckInterval = .seconds(600) }) { harness in
             let phone = try await harness.register("member", name: "phone")
             try await harness.withSecondInstance { other in
+                try await eventually("the second instance follows device changes") { await other.server.devices.cache.followsChanges }
                 // The other instance has the device cached.
                 _ = try await other.sync(phone, from: 0)
                 // Revoked on the first instance: the second refuses it at once for writes (the
-                // commit checks the device's row) and for every request at its next poll of the
-                // feed (every 250 ms). The loop's bound only ends a wait that would never end:
-                // with every suite on two cores a poll can run seconds late.
+                // commit checks the device's row) and for every request once the announcement
+                // arrives. The loop's bound only ends a wait that would never end: with every
+                // suite on two cores a message can be handled seconds late.
                 #expect(try await harness.raw("/devices/\(phone.id)", method: .delete, token: adminToken).0 == .noContent)
                 let (writeStatus, _) = try await other.post(phone, SyncRequest(maxRevision: 0, changeSets: [Self.note(1)]))
                 #expect(writeStatus == .unauthorized)
@@ -74,6 +78,7 @@ import Testing
                     if !refused { try await Task.sleep(for: .milliseconds(20)) }
                 }
                 #expect(refused, "the second instance still served the revoked device after 15 s")
+                #expect(await other.server.devices.cache.followsChanges)
                 #expect(try await harness.count("notes") == 0)
             }
         }

@@ -18,8 +18,9 @@ import Testing
     }
 
     @Test func aCommitOnAnotherInstanceAnswersAWaiter() async throws {
-        // No re-check within the test: the wake-up comes through Redis.
-        try await withTestServer(configure: { $0.waitRecheckInterval = .seconds(600) }) { first in
+        // No re-check within the test, nor a head read by the cache's reconciler: the wake-up
+        // comes through Redis.
+        try await withTestServer(configure: { $0.waitRecheckInterval = .seconds(600); $0.cacheReconcileInterval = .seconds(600) }) { first in
             let writer = try await first.register("member", name: "writer")
             let reader = try await first.register("viewer", name: "reader")
             try await first.withSecondInstance { second in
@@ -193,6 +194,27 @@ import Testing
                 try await eventually("the reader waiting") { second.server.waiters.count == 1 }
                 _ = try await first.sync(writer, from: 2, CacheTests.notes(from: 3, count: 1))
                 #expect(try await waiting.value.committed.compactMap(\.revision) == [3])
+            }
+        }
+    }
+
+    /// The cache's reconciler reads PostgreSQL's head every interval anyway: that read wakes
+    /// the waiters, and the re-check does not read it again. The writer here has no Redis, so
+    /// nothing is published, and the waiting instance's re-check is 600 s away.
+    @Test func theCacheReconcilersHeadReadWakesAWaiter() async throws {
+        try await withTestServer(configure: { $0.redisURL = nil }) { first in
+            let writer = try await first.register("member", name: "writer")
+            let reader = try await first.register("viewer", name: "reader")
+            let reconciling: (inout ServerSettings) -> Void = {
+                $0.redisURL = ServerSettings.forTests(databaseURL: $0.databaseURL).redisURL
+                $0.waitRecheckInterval = .seconds(600)
+                $0.cacheReconcileInterval = .milliseconds(200)
+            }
+            try await first.withSecondInstance(configure: reconciling) { second in
+                let waiting = Task { try await Self.waiting(second, reader, from: 0, seconds: 20) }
+                try await eventually("the reader waiting") { second.server.waiters.count == 1 }
+                _ = try await first.sync(writer, from: 0, CacheTests.notes(from: 1, count: 1))
+                #expect(try await waiting.value.committed.compactMap(\.revision) == [1])
             }
         }
     }

@@ -8,6 +8,7 @@ import Testing
         #expect(settings.redisConnectTimeout == .milliseconds(250))
         #expect(settings.databaseTimeout == .seconds(10))
         #expect(settings.redisURL == "redis://127.0.0.1:63799")
+        #expect(settings.deviceCheckInterval == .seconds(1))
     }
 
     @Test func valuesAreReadAndKeptInTheirRange() throws {
@@ -18,6 +19,7 @@ import Testing
             "REVSYNC_REDIS_URL": "off",
             "REVSYNC_LISTEN": "[::1]:9000",
             "REVSYNC_DB_KEEPALIVE_SECONDS": "3",
+            "REVSYNC_DEVICE_CHECK_MS": "5000",
         ])
         #expect(settings.redisConnectTimeout == .seconds(2))
         // Zero would be no wait at all: the least is a second.
@@ -27,6 +29,8 @@ import Testing
         #expect(settings.redisURL == nil)
         #expect(settings.host == "::1" && settings.port == 9000)
         #expect(settings.databaseKeepAlive == .seconds(3))
+        #expect(settings.deviceCheckInterval == .seconds(5))
+        #expect(try ServerSettings.fromEnvironment(["REVSYNC_DEVICE_CHECK_MS": "1"]).deviceCheckInterval == .milliseconds(10))
         // A zero connect timeout would mean "block for ever" to the socket: the least is 1 ms.
         #expect(try ServerSettings.fromEnvironment(["REVSYNC_REDIS_CONNECT_TIMEOUT_MS": "0"]).redisConnectTimeout == .milliseconds(1))
     }

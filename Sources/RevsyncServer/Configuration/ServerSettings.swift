@@ -70,6 +70,10 @@ public struct ServerSettings: Sendable {
     public var cacheMemoryRevisions: Int64 = 1024
     /// How often the cached head and horizon are checked against PostgreSQL.
     public var cacheReconcileInterval: Duration = .seconds(1)
+    /// How often the Redis device-change counter is read besides when the subscription that
+    /// announces changes (re)starts: a change missed without the subscription noticing takes
+    /// effect within this (`DeviceChangeWatcher`).
+    public var deviceCheckInterval: Duration = .seconds(1)
     /// Where SQLite snapshot files are built and kept. Nil: a directory of the instance's
     /// own under the system's temporary directory, removed when the server stops.
     /// Instances may share one (they then build one at a time and serve each other's files).
@@ -167,6 +171,7 @@ public struct ServerSettings: Sendable {
         if let n = try integer("REVSYNC_CACHE_MAX_BYTES") { settings.cacheMaxBytes = max(1024, n) }
         if let n = try integer("REVSYNC_CACHE_MEMORY_REVISIONS") { settings.cacheMemoryRevisions = Int64(max(0, n)) }
         if let n = try integer("REVSYNC_CACHE_RECONCILE_MS") { settings.cacheReconcileInterval = .milliseconds(max(10, n)) }
+        if let n = try integer("REVSYNC_DEVICE_CHECK_MS") { settings.deviceCheckInterval = .milliseconds(max(10, n)) }
         if let directory = value("REVSYNC_SNAPSHOT_DIR") { settings.snapshotDirectory = directory }
         if let n = try integer("REVSYNC_SNAPSHOT_REBUILD_REVISIONS") { settings.snapshotRebuildRevisions = Int64(max(1, n)) }
         if let n = try integer("REVSYNC_SNAPSHOT_MAX_AGE_SECONDS") { settings.snapshotMaxAge = .seconds(max(1, n)) }

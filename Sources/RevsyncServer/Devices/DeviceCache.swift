@@ -1,7 +1,7 @@
 /// Authenticated devices by token hash, so a catch-up request needs no query to authenticate.
 ///
 /// Entries are dropped all at once when any device's token or role changes (the
-/// `DeviceChangeWatcher` sees it on every instance within a poll), and while that
+/// `DeviceChangeWatcher` hears it on every instance as it is announced), and while that
 /// feed is unavailable they live at most `maxAge`. A look-up that missed carries the
 /// cache's generation, and its result is stored only if nothing was invalidated
 /// meanwhile: a read that raced a revocation never re-enters the cache.
@@ -80,6 +80,9 @@ actor DeviceCache {
     }
 
     func setMaxAge(_ maxAge: Duration?) { self.maxAge = maxAge }
+
+    /// Whether entries live until a change is announced (the feed is followed), not `maxAge`.
+    var followsChanges: Bool { maxAge == nil }
 
     /// The devices seen since the last call.
     func takeSeen() -> Set<Int64> {

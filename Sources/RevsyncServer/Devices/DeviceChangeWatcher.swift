@@ -3,52 +3,111 @@ import ServiceLifecycle
 
 /// Keeps every instance's device cache honest and records when devices were last seen.
 ///
-/// It polls the Redis device-change counter every `pollInterval` and drops the whole
-/// cache when the counter moves, so a revocation, token rotation or role change made
-/// on any instance takes effect everywhere within about one poll. While the counter
-/// cannot be read (Redis down or switched off), cached devices live at most
-/// `fallbackMaxAge`, so the same holds at the price of one query per device per
-/// `fallbackMaxAge`.
+/// The instance that revokes a device, rotates its token or changes its role raises the
+/// Redis device-change counter and publishes its new value, in one script
+/// (`RedisChangeLog.publishDeviceChange`). Every instance hears it on its Redis subscription
+/// (`CommitFeed`) and drops its whole cache at once. Messages published while a subscription
+/// is down are lost, so the counter is read whenever the subscription starts (again), and
+/// every `checkInterval` as well in case a subscription died without its connection saying
+/// so. While the subscription is down or the counter cannot be read (Redis down or switched
+/// off), cached devices live at most `fallbackMaxAge`, so a change still takes effect within
+/// about that, at the price of one query per device per `fallbackMaxAge`.
+///
+/// Before the subscription, the counter was polled every 250 ms: four Redis calls a second
+/// on an idle instance, and a quarter of a second before a revocation took effect.
 struct DeviceChangeWatcher: Service {
+    /// What the subscription and the watcher's own timer tell it, in the order they happened.
+    enum Event: Sendable {
+        /// The subscription started (again): messages may have been missed before it.
+        case subscribed
+        /// Some device changed; the counter's new value.
+        case changed(String)
+        /// The subscription ended: messages are lost until the next `subscribed`.
+        case lost
+        /// `checkInterval` passed.
+        case tick
+    }
+
+    /// The events of one run of the server. Older ones are dropped if the watcher falls far
+    /// behind: any later one leads to the same state (a `changed` or a counter read), so the
+    /// newest are kept.
+    final class Events: Sendable {
+        let stream: AsyncStream<Event>
+        let continuation: AsyncStream<Event>.Continuation
+
+        init() { (stream, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(64)) }
+    }
+
     let devices: DeviceStore
     let feed: RedisChangeLog?
-    var pollInterval: Duration = .milliseconds(250)
+    let events: Events
+    var checkInterval: Duration = .seconds(1)
     var fallbackMaxAge: Duration = .seconds(1)
     /// How often `last_seen_at` is written for the devices seen meanwhile.
     var seenFlushInterval: Duration = .seconds(30)
     let logger: Logger
 
     func run() async throws {
-        var version: String? = nil
-        var lastFlush = ContinuousClock.now
         await devices.cache.setMaxAge(fallbackMaxAge)
-        while !Task.isShuttingDownGracefully && !Task.isCancelled {
-            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: pollInterval) }
-            guard !Task.isShuttingDownGracefully, !Task.isCancelled else { break }
-            if let feed {
-                do {
-                    let current = try await feed.deviceChangeVersion()
-                    if current != version {
-                        await devices.cache.invalidateAll()
-                        version = current
-                    }
-                    await devices.cache.setMaxAge(nil)
-                } catch {
-                    // The next readable counter may equal the one before the outage although
-                    // changes were announced meanwhile: start afresh from it.
-                    version = nil
-                    await devices.cache.setMaxAge(fallbackMaxAge)
+        let events = self.events, checkInterval = self.checkInterval
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: checkInterval)
+                    events.continuation.yield(.tick)
                 }
             }
-            if ContinuousClock.now - lastFlush >= seenFlushInterval {
-                lastFlush = ContinuousClock.now
-                do {
-                    try await devices.flushSeen()
-                } catch {
-                    logger.debug("recording when devices were last seen failed", metadata: ["error": "\(error)"])
+            // Cancelling the loop ends the stream, and it with it.
+            await cancelWhenGracefulShutdown { await watch(events.stream) }
+            group.cancelAll()
+        }
+        try? await devices.flushSeen()
+    }
+
+    private func watch(_ events: AsyncStream<Event>) async {
+        // The counter as last read or heard; nil when unknown.
+        var version: String? = nil
+        var subscribed = false
+        var lastFlush = ContinuousClock.now
+        for await event in events {
+            switch event {
+            case .changed(let value):
+                await devices.cache.invalidateAll()
+                version = value
+            case .subscribed:
+                subscribed = true
+                version = await check(version, subscribed: true)
+            case .lost:
+                subscribed = false
+                await devices.cache.setMaxAge(fallbackMaxAge)
+            case .tick:
+                version = await check(version, subscribed: subscribed)
+                if ContinuousClock.now - lastFlush >= seenFlushInterval {
+                    lastFlush = ContinuousClock.now
+                    do {
+                        try await devices.flushSeen()
+                    } catch {
+                        logger.debug("recording when devices were last seen failed", metadata: ["error": "\(error)"])
+                    }
                 }
             }
         }
-        try? await devices.flushSeen()
+    }
+
+    /// Reads the counter, drops the cache if it moved since `version`, and lets entries live
+    /// for good only while changes are heard as they happen. Returns the counter read.
+    private func check(_ version: String?, subscribed: Bool) async -> String? {
+        guard let feed else { return nil }
+        do {
+            let current = try await feed.deviceChangeVersion()
+            if current != version { await devices.cache.invalidateAll() }
+            await devices.cache.setMaxAge(subscribed ? nil : fallbackMaxAge)
+            return current
+        } catch {
+            // The next readable counter may equal the one before the outage although
+            // changes were announced meanwhile: start afresh from it.
+            await devices.cache.setMaxAge(fallbackMaxAge)
+            return nil
+        }
     }
 }

@@ -4,16 +4,23 @@ import ServiceLifecycle
 /// Keeps the cached head and horizon up with PostgreSQL's, so a head that lags
 /// (a cache write lost between COMMIT and Redis, a flush, a restart) catches up
 /// within `interval` even when nothing new commits. One query per interval, not per request.
+/// The head it reads also advances the waiting requests, so that `CommitFeed` need not read
+/// it again for them.
 struct CacheReconciler: Service {
     let cache: RedisChangeLog
     let interval: Duration
+    let waiters: CommitWaiters
+    let feed: CommitFeed.Status
 
     func run() async throws {
         // Both ways out matter: graceful shutdown, and plain cancellation (a cancelled sleep returns at once).
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
             guard !Task.isShuttingDownGracefully, !Task.isCancelled else { break }
-            await cache.reconcile()
+            if let state = await cache.reconcile() {
+                waiters.advance(to: state.head)
+                feed.heardAuthoritativeHead()
+            }
         }
     }
 }

@@ -123,6 +123,8 @@ package struct CacheKeys: Sendable {
     package var horizon: String { prefix + ":horizon" }
     /// A counter raised whenever a device is revoked, rotated or changes role.
     var devices: String { prefix + ":devices" }
+    /// The channel the counter's new values are published on.
+    var deviceChanges: String { prefix + ":device-changes" }
     /// The channel every instance publishes its new heads on (long-poll wake-ups).
     package var commits: String { prefix + ":commits" }
     /// The public JSON. (Before pre-compressed entries these were `e:` and `a:`, values in

@@ -1,8 +1,8 @@
 import RevsyncRedis
 
-/// The feed that tells every instance that some device's token or role changed:
-/// one counter in Redis, raised by the instance that made the change and polled by
-/// all of them (`DeviceChangeWatcher`).
+/// The feed that tells every instance that some device's token or role changed: a
+/// counter in Redis, raised by the instance that made the change, which publishes the new
+/// value on a channel every instance follows (`DeviceChangeWatcher`).
 extension RedisChangeLog {
     struct FeedUnavailable: Error, CustomStringConvertible {
         let description: String
@@ -22,15 +22,23 @@ extension RedisChangeLog {
         }
     }
 
-    /// Raises the counter. A failure is logged: the other instances then rely on their
-    /// entries' short lifetime, which they use whenever they cannot read the counter.
+    /// Raises the counter and publishes its new value, in one script: a raised counter is
+    /// always announced, and a follower that missed the message finds the counter moved.
+    /// A failure is logged: the other instances then rely on their entries' short lifetime,
+    /// which they use whenever they cannot read the counter.
     func publishDeviceChange() async {
         guard let keys = keys.withLock({ $0 }) else { return }
         do {
-            _ = try await redis.command(["INCR", keys.devices])
+            _ = try await redis.eval(script: Self.announceDeviceChangeScript, keys: [keys.devices], args: [keys.deviceChanges])
         } catch {
             health.failed(error)
             logger.warning("could not announce a device change on Redis", metadata: ["error": "\(error)"])
         }
     }
+
+    static let announceDeviceChangeScript = """
+        local value = redis.call('INCR', KEYS[1])
+        redis.call('PUBLISH', ARGV[1], tostring(value))
+        return value
+        """
 }

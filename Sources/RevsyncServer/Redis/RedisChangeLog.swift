@@ -132,14 +132,18 @@ public final class RedisChangeLog: ChangeLog {
     /// Moves the cached head and horizon up to PostgreSQL's (never down), and drops the
     /// cache when it is ahead of PostgreSQL or holds an entry PostgreSQL has differently
     /// (the database was restored from a backup, or failed over and lost its tail).
-    func reconcile() async {
-        guard let keys = keys.withLock({ $0 }) else { return }
+    /// Returns PostgreSQL's state when it was read.
+    @discardableResult
+    func reconcile() async -> LogState? {
+        guard let keys = keys.withLock({ $0 }) else { return nil }
+        var read: LogState? = nil
         do {
-            guard health.shouldTry else { return }
+            guard health.shouldTry else { return nil }
             // The cached head is read first: it moves only after a COMMIT, so PostgreSQL's
             // head read after it is at least as high unless the database went back.
             let cachedHead = try await redis.get(keys.head).flatMap { Int64(String(buffer: $0)) }
             let state = try await postgres.state()
+            read = state
             if let cachedHead, cachedHead > 0 {
                 let matches = try await cachedHead <= state.head ? entryMatches(cachedHead, keys) : false
                 if !matches {
@@ -156,6 +160,7 @@ public final class RedisChangeLog: ChangeLog {
         } catch {
             logger.debug("cache reconciliation skipped", metadata: ["error": "\(error)"])
         }
+        return read
     }
 
     /// Whether the cached entry at `revision` is the one PostgreSQL has (true when either side lacks it).
