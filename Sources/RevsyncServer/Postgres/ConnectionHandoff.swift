@@ -63,6 +63,14 @@ final class ConnectionHandoff: Sendable {
         }
     }
 
+    /// Whether the caller still waits for a connection (none lent, no deadline, no failure).
+    var isWaiting: Bool {
+        state.withLock { state in
+            if case .waiting = state { return true }
+            return false
+        }
+    }
+
     /// The deadline: the caller stops waiting unless a connection was lent already.
     /// Returns whether it did stop it.
     func expire() -> Bool {

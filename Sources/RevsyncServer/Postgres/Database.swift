@@ -14,11 +14,14 @@ public struct Database: Sendable {
     let timeout: Duration
     /// Connections leased so far: tests use it to prove a path makes no query at all.
     public let leases = LeaseCounter()
+    /// Every wait's deadline for a connection, on one timer.
+    let waitDeadlines: ConnectionWaitDeadlines
 
     public init(client: PostgresClient, logger: Logger, timeout: Duration) {
         self.client = client
         self.logger = logger
         self.timeout = timeout
+        self.waitDeadlines = ConnectionWaitDeadlines(limit: timeout)
     }
 
     /// Runs `body` on one connection, in the caller's task. Waiting longer than the timeout for
@@ -31,7 +34,7 @@ public struct Database: Sendable {
     ) async throws -> T {
         leases.increment()
         do {
-            return try await Self.withConnectionLent(from: client, within: unlimited ? nil : timeout, body)
+            return try await withConnectionLent(bounded: !unlimited, body)
         } catch let error as PSQLError where error.isConnectionFailure {
             throw StoreError.unavailable("PostgreSQL is unreachable: \(error.code)")
         } catch let error as PSQLError where error.sqlState == "57014" || error.sqlState == "55P03" {
@@ -62,12 +65,10 @@ public struct Database: Sendable {
     }
 
     /// Runs `body` in the caller's task on a connection a child task leases (`ConnectionHandoff`),
-    /// giving up when none was lent within `limit` (nil: no limit). Once it has its connection,
-    /// `body` runs to its end: its result, or its error, is the answer.
-    private static func withConnectionLent<T: Sendable>(
-        from client: PostgresClient, within limit: Duration?, _ body: (PostgresConnection) async throws -> T
-    ) async throws -> T {
-        let handoff = ConnectionHandoff()
+    /// giving up when `bounded` and none was lent within `timeout` (`waitDeadlines`). Once it
+    /// has its connection, `body` runs to its end: its result, or its error, is the answer.
+    private func withConnectionLent<T: Sendable>(bounded: Bool, _ body: (PostgresConnection) async throws -> T) async throws -> T {
+        let handoff = ConnectionHandoff(), client = self.client
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 do {
@@ -76,19 +77,15 @@ public struct Database: Sendable {
                     handoff.fail(error)
                 }
             }
-            if let limit {
-                group.addTask {
-                    try await Task.sleep(for: limit)
-                    _ = handoff.expire()
-                }
-            }
+            if bounded { waitDeadlines.add(handoff) }
             // On every way out, before the group waits for its tasks: the leasing one holds
             // its connection until it is given back.
             defer { handoff.giveBack() }
             guard let connection = try await handoff.connection() else {
-                // Cancels the lease request still queued in the pool.
+                // Only a deadline ends the wait without a connection. Cancels the lease
+                // request still queued in the pool.
                 group.cancelAll()
-                throw StoreError.unavailable("no PostgreSQL connection became free within \(limit ?? .zero)")
+                throw StoreError.unavailable("no PostgreSQL connection became free within \(timeout)")
             }
             let result = try await body(connection)
             group.cancelAll()
