@@ -106,6 +106,39 @@ import Testing
         }
     }
 
+    /// A statement in flight when PostgreSQL ends its session (here an operator terminating the
+    /// backend, as a restart does to every one) is 503, not 500: the device retries.
+    @Test(.timeLimit(.minutes(1))) func aStatementWhosePostgreSQLSessionEndsIsUnavailable() async throws {
+        try await withServerDatabaseOfItsOwn(connections: 2, timeout: .seconds(10), logger: Self.logger) { database in
+            let error = await #expect(throws: StoreError.self) {
+                try await database.withConnection { connection in
+                    let pid = try await connection.rows("SELECT pg_backend_pid()", Self.logger).first?.decode(Int32.self) ?? 0
+                    async let terminated: Void = {
+                        try await Task.sleep(for: .milliseconds(300))
+                        try await database.withConnection { other in
+                            try await other.run("SELECT pg_terminate_backend(\(pid))", Self.logger)
+                        }
+                    }()
+                    try await connection.run("SELECT pg_sleep(30)", Self.logger)
+                    try await terminated
+                }
+            }
+            #expect(error.map { "\($0)" }?.hasPrefix("PostgreSQL ended the connection (a restart?): terminating connection due to administrator command") == true)
+            // The pool replaces it. (It may hand the dying connection out once more before its
+            // close is seen: that request gets 503 too, as during a restart, and a retry works.)
+            var value: Int? = nil
+            for _ in 0..<5 where value == nil {
+                do {
+                    value = try await database.withConnection { try await $0.rows("SELECT 3::int", Self.logger).first?.decode(Int.self) }
+                } catch let retry as StoreError {
+                    Self.logger.info("retrying after \(retry)")
+                    try await Task.sleep(for: .milliseconds(100))
+                }
+            }
+            #expect(value == 3)
+        }
+    }
+
     @Test func aBodysErrorIsThrownAndItsConnectionGoesBack() async throws {
         struct Broken: Error, Equatable {}
         try await Self.withOneConnection { database in

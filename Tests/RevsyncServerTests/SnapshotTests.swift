@@ -75,4 +75,31 @@ import Testing
             }
         }
     }
+
+    /// Tables are read a page at a time (`forEachPage`): the snapshot is the same whatever the
+    /// page's size, one row, a size that divides a table, or one larger than every table.
+    @Test func theSnapshotIsTheSameReadInPagesOfAnySize() async throws {
+        try await withTestServer { harness in
+            let admin = try await harness.register("admin", name: "admin")
+            _ = try await harness.seedBasics(admin)
+            let member = try await harness.register("member", name: "member")
+            _ = try await harness.sync(member, from: try await harness.head(), CacheTests.notes(from: 1, count: 7))
+            func read(pagesOf size: Int) async throws -> [UInt8] {
+                var bytes: [UInt8] = []
+                try await SnapshotStreamer(database: harness.server.database, schema: harness.server.schema, pageSize: size).stream { chunk in
+                    bytes += Array(chunk.readableBytesView)
+                }
+                return bytes
+            }
+            let whole = try await read(pagesOf: 10_000)
+            for size in [1, 2, 7, 8] {
+                #expect(try await read(pagesOf: size) == whole, "pages of \(size)")
+            }
+            let snapshot = try JSONDecoder().decode(SyncResponse.self, from: Data(whole))
+            let notes = snapshot.changeSets.first?.entities["notes"]
+            let stored = try await harness.count("notes")
+            #expect(notes?.create.count == stored)
+            #expect(notes?.create == notes?.create.sorted())
+        }
+    }
 }

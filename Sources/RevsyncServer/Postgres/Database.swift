@@ -37,6 +37,8 @@ public struct Database: Sendable {
             return try await withConnectionLent(bounded: !unlimited, body)
         } catch let error as PSQLError where error.isConnectionFailure {
             throw StoreError.unavailable("PostgreSQL is unreachable: \(error.code)")
+        } catch let error as PSQLError where error.isServerGoingAway {
+            throw StoreError.unavailable("PostgreSQL ended the connection (a restart?): \(error.serverInfo?[.message] ?? error.sqlState ?? "")")
         } catch let error as PSQLError where error.sqlState == "57014" || error.sqlState == "55P03" {
             throw StoreError.unavailable("PostgreSQL did not finish within \(timeout): \(error.serverInfo?[.message] ?? "timeout")")
         }
@@ -138,6 +140,15 @@ extension PSQLError {
 
     var isConnectionFailure: Bool {
         [.connectionError, .serverClosedConnection, .clientClosedConnection, .poolClosed, .uncleanShutdown].contains(code)
+    }
+
+    /// PostgreSQL ending the session: a shutdown or restart, a backend terminated by an
+    /// operator, a database not accepting connections yet (SQLSTATE class 57P, operator
+    /// intervention), or a connection exception (class 08). Each is worth a retry, so 503:
+    /// a statement in flight during a restart got 500 before.
+    var isServerGoingAway: Bool {
+        guard let sqlState else { return false }
+        return sqlState.hasPrefix("57P") || sqlState.hasPrefix("08")
     }
 }
 

@@ -46,23 +46,11 @@ struct SnapshotFileBuilder: Sendable {
             for entity in schema.entities {
                 let columns = RecordColumns(entity)
                 let names = entity.attributes.map(\.name)
-                // A page at a time, read whole before it is written: no row stream is left
-                // waiting on SQLite. PostgresNIO 1.33.2 stops the process (a precondition) when
-                // PostgreSQL closes a connection whose row stream waits for its reader, which a
-                // restart during a build did.
-                var after = Int64.min
-                while true {
-                    let rows = try await connection.rows(
-                        "SELECT \(unescaped: columns.selectList) FROM \(unescaped: columns.table) AS t WHERE t.id > \(after) ORDER BY t.id LIMIT \(batchSize)",
-                        logger)
-                    let batch = try rows.map { row in
-                        let record = try columns.decode(row)
-                        return SnapshotRow(id: record.id, revision: record.revision, values: names.map { record.values[$0] ?? .null })
+                try await connection.forEachPage(of: columns, size: batchSize, logger) { page in
+                    let batch = page.map { record in
+                        SnapshotRow(id: record.id, revision: record.revision, values: names.map { record.values[$0] ?? .null })
                     }
-                    guard let last = batch.last else { break }
                     try await writer.append(batch, to: entity.name)
-                    after = last.id
-                    if batch.count < batchSize { break }
                 }
             }
             return .built(try await writer.finish(revision: head, schemaVersion: schema.version), database: database)

@@ -13,10 +13,13 @@ struct SnapshotStreamer: Sendable {
     let schema: DatasetSchema
     /// Bytes gathered before handing a chunk to the response.
     let chunkSize = 64 * 1024
+    /// Rows read from PostgreSQL at once (`forEachPage`): none waits in a stream while a chunk
+    /// is written.
+    var pageSize = 2_000
 
     func stream(_ emit: (ByteBuffer) async throws -> Void) async throws {
         let logger = database.logger
-        let schema = self.schema, chunkSize = self.chunkSize
+        let schema = self.schema, chunkSize = self.chunkSize, pageSize = self.pageSize
         try await database.streamingTransaction("REPEATABLE READ READ ONLY") { connection in
             let headRows = try await connection.rows("SELECT head FROM revsync_head", logger)
             let head = try headRows.first?.decode(Int64.self) ?? 0
@@ -40,14 +43,13 @@ struct SnapshotStreamer: Sendable {
                 // Attributes stream first; the id list (small) follows once all rows are seen.
                 out.raw("{\"update\":[],\"delete\":[],\"attributes\":{")
                 var ids: [Int64] = []
-                let rows = try await connection.openQuery(
-                    "SELECT \(unescaped: columns.selectList) FROM \(unescaped: columns.table) AS t ORDER BY t.id", logger)
-                for try await row in rows {
-                    let record = try columns.decode(row)
-                    if !ids.isEmpty { out.byte(UInt8(ascii: ",")) }
-                    ids.append(record.id)
-                    out.storedRecord(record, order: order)
-                    try await flush(force: false)
+                try await connection.forEachPage(of: columns, size: pageSize, logger) { page in
+                    for record in page {
+                        if !ids.isEmpty { out.byte(UInt8(ascii: ",")) }
+                        ids.append(record.id)
+                        out.storedRecord(record, order: order)
+                        try await flush(force: false)
+                    }
                 }
                 out.raw("},\"create\":")
                 out.integerArray(ids)
