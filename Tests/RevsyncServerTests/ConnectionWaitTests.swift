@@ -23,9 +23,14 @@ import Testing
         }
     }
 
-    /// A pool of one connection, with a one-second wait for it unless told otherwise.
+    /// A pool of one connection, with a one-second wait for it unless told otherwise. The
+    /// connection is opened first, without a limit: in the whole suite's first minute opening
+    /// one can take longer than a second, and that is not the wait the tests measure.
     private static func withOneConnection(timeout: Duration = .seconds(1), _ body: (Database) async throws -> Void) async throws {
-        try await withServerDatabaseOfItsOwn(connections: 1, timeout: timeout, logger: logger, body)
+        try await withServerDatabaseOfItsOwn(connections: 1, timeout: timeout, logger: logger) { database in
+            try await database.withConnection(unlimited: true) { try await $0.run("SELECT 1", logger) }
+            try await body(database)
+        }
     }
 
     /// Runs `body` while another task holds the pool's only connection, for up to `hold`
@@ -37,7 +42,8 @@ import Testing
         try await withThrowingTaskGroup(of: Void.self) { group in
             let held = Atomic<Bool>(false)
             group.addTask {
-                try await database.withConnection { _ in
+                // Without a limit: should its lease fail, the loop below would wait for ever.
+                try await database.withConnection(unlimited: true) { _ in
                     held.store(true, ordering: .sequentiallyConsistent)
                     await release.wait(upTo: hold)
                 }
@@ -100,8 +106,8 @@ import Testing
                 let error = await #expect(throws: StoreError.self) { try await connection.run("SELECT 1", Self.logger) }
                 #expect(error.map { "\($0)" } == "PostgreSQL closed the connection (a restart?) before the next statement")
             }
-            // The pool replaces it.
-            let value = try await database.withConnection { try await $0.rows("SELECT 2::int", Self.logger).first?.decode(Int.self) }
+            // The pool replaces it (opening a connection, without a limit: see withOneConnection).
+            let value = try await database.withConnection(unlimited: true) { try await $0.rows("SELECT 2::int", Self.logger).first?.decode(Int.self) }
             #expect(value == 2)
         }
     }
