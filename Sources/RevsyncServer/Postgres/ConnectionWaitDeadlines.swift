@@ -23,8 +23,9 @@ final class ConnectionWaitDeadlines: Sendable {
         /// Earliest first, from `start` on; the dropped front is compacted away in bulk.
         var entries: [Entry] = []
         var start = 0
-        /// The timer, at the front's deadline, while any entry is queued.
-        var timer: Scheduled<Void>?
+        /// Whether the timer is armed (at the front's deadline): it is while any entry is
+        /// queued. It is never cancelled, only armed again when it fires, so nothing keeps it.
+        var armed = false
         var count: Int { entries.count - start }
 
         /// Drops the waits at the front that no longer wait, and those due at `now` if given,
@@ -70,18 +71,22 @@ final class ConnectionWaitDeadlines: Sendable {
         state.withLock { state in
             _ = state.dropFront(dueAt: nil)
             state.entries.append(Entry(at: at, handoff: handoff))
-            if state.timer == nil { state.timer = schedule(at: at) }
+            if !state.armed {
+                state.armed = true
+                schedule(at: at)
+            }
         }
     }
 
-    private func schedule(at deadline: NIODeadline) -> Scheduled<Void> {
+    private func schedule(at deadline: NIODeadline) {
         loop.scheduleTask(deadline: deadline) { [self] in fire() }
     }
 
     private func fire() {
         let due: [ConnectionHandoff] = state.withLock { state in
             let due = state.dropFront(dueAt: .now())
-            state.timer = state.count > 0 ? schedule(at: state.entries[state.start].at) : nil
+            state.armed = state.count > 0
+            if state.armed { schedule(at: state.entries[state.start].at) }
             return due
         }
         // Outside the lock: an expiry resumes the waiting caller.

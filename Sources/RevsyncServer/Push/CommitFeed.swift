@@ -74,11 +74,11 @@ struct CommitFeed: Service {
                 devices.yield(.lost)
             },
             message: { channel, payload in
-                guard channel == keys.commits else {
+                if channel == keys.deviceChanges {
                     devices.yield(.changed(String(buffer: payload)))
                     return
                 }
-                guard let head = Int64(String(buffer: payload)) else { return }
+                guard channel == keys.commits, let head = Int64(String(buffer: payload)) else { return }
                 // First the cache, so that the woken waiters' read does not stop at the head it read last.
                 cache.heard(head: head)
                 waiters.advance(to: head)
