@@ -87,7 +87,7 @@ public struct DeviceInfo: Sendable, Hashable, Codable {
     /// When the device was registered (ISO 8601, UTC).
     public var created: String
     /// The last time the server saw a request with the device's token (ISO 8601, UTC; nil: never),
-    /// to the minute: the server writes it at most once a minute per device.
+    /// within a minute: each instance writes the devices it served every 30 s.
     public var lastSeen: String?
     /// The highest `seq` the server has handled for the device (0: none).
     public var lastSeq: Int64

@@ -31,10 +31,10 @@ struct CommonOptions: ParsableArguments {
         return settings
     }
 
-    func logger(_ label: String) -> Logger {
+    func logger(_ label: String) throws -> Logger {
         var logger = Logger(label: label)
-        let level = logLevel ?? ProcessInfo.processInfo.environment["REVSYNC_LOG_LEVEL"] ?? "info"
-        logger.logLevel = Logger.Level(rawValue: level) ?? .info
+        logger.logLevel = try logLevel.map { try Logger.Level(setting: $0, named: "--log-level") }
+            ?? Logger.Level(setting: ProcessInfo.processInfo.environment["REVSYNC_LOG_LEVEL"], named: "REVSYNC_LOG_LEVEL")
         return logger
     }
 }
@@ -50,7 +50,7 @@ struct Serve: AsyncParsableCommand {
     func run() async throws {
         var settings = try common.settings()
         if let listen { try settings.setListen(listen) }
-        let logger = common.logger("revsync")
+        let logger = try common.logger("revsync")
         if settings.adminToken == nil && settings.adminTokenFile == nil {
             logger.warning("neither REVSYNC_ADMIN_TOKEN nor REVSYNC_ADMIN_TOKEN_FILE is set: the device endpoints are disabled")
         }
@@ -66,7 +66,7 @@ struct Migrate: AsyncParsableCommand {
     @OptionGroup var common: CommonOptions
 
     func run() async throws {
-        let logger = common.logger("revsync.migrate")
+        let logger = try common.logger("revsync.migrate")
         let server = try Server(settings: try common.settings(), logger: logger)
         let steps = try await withRunning(server.postgresService) { try await server.migrator.migrate() }
         print(steps.isEmpty ? "already up to date" : steps.joined(separator: "\n"))

@@ -49,4 +49,13 @@ import Testing
             #expect(text.contains("revsync_catchup_duration_seconds"))
         }
     }
+
+    /// A lagging device's catch-up page ends below the head, and requests finish in any
+    /// order: neither may move the head gauge back.
+    @Test func theHeadGaugeOnlyRises() {
+        let metrics = ServerMetrics()
+        for revision: Int64 in [5, 3, 7, 6, 1] { metrics.observeHead(revision) }
+        let line = metrics.exposition().split(separator: "\n").first { $0.hasPrefix("revsync_head_revision ") }
+        #expect(line.flatMap { Double($0.dropFirst("revsync_head_revision ".count)) } == 7)
+    }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import PostgresNIO
+import Synchronization
 import Testing
 @testable import RevsyncServer
 
@@ -59,6 +60,38 @@ import Testing
                 return onLoop
             }
             #expect(onLoop == [true, true, true])
+        }
+    }
+
+    /// A batch that PostgreSQL ends with a deadlock every time is run `attempts` times in
+    /// all, then answered `503` (nothing of it committed), not `500`.
+    @Test func aBatchDeadlockedOnEveryRunIsUnavailableAfterItsAttempts() async throws {
+        try await withTestServer { harness in
+            let database = harness.server.database, logger = harness.server.database.logger
+            // A real PostgreSQL error with the deadlock's SQLSTATE, raised on demand.
+            let deadlock: any Error
+            do {
+                try await database.withConnection { connection in
+                    try await connection.run("DO $$ BEGIN RAISE EXCEPTION 'a test deadlock' USING ERRCODE = 'deadlock_detected'; END $$", logger)
+                }
+                Issue.record("the DO block raised nothing")
+                return
+            } catch {
+                deadlock = error
+            }
+            #expect(deadlock.sqlState == "40P01")
+            let store = PostgresChangeSetStore(database: database, schema: harness.server.schema)
+            let runs = Mutex(0)
+            await #expect {
+                try await store.transaction { _ in
+                    runs.withLock { $0 += 1 }
+                    throw deadlock
+                }
+            } throws: { error in
+                guard case StoreError.unavailable(let message) = error else { return false }
+                return message.contains("5 times in a row (deadlock)")
+            }
+            #expect(runs.withLock { $0 } == PostgresChangeSetStore.attempts)
         }
     }
 }

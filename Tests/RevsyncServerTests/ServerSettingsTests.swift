@@ -1,3 +1,4 @@
+import Logging
 import Testing
 @testable import RevsyncServer
 
@@ -44,6 +45,29 @@ import Testing
         #expect(try Server.postgresConfiguration(settings).options.keepAliveBehavior?.frequency == .seconds(2))
         settings.databaseKeepAlive = .seconds(1)
         #expect(try Server.postgresConfiguration(settings).options.keepAliveBehavior?.frequency == .seconds(1))
+    }
+
+    /// Zero would refuse every request (or every write): each limit has a least value.
+    @Test func requestLimitsOfZeroAreRaisedToTheirLeast() throws {
+        let limits = try ServerSettings.fromEnvironment([
+            "REVSYNC_MAX_BODY_BYTES": "0", "REVSYNC_MAX_INFLATED_BYTES": "0", "REVSYNC_MAX_JSON_DEPTH": "0", "REVSYNC_MAX_CHANGE_SETS": "0",
+        ]).limits
+        #expect(limits.maxBodyBytes == 1024)
+        #expect(limits.maxInflatedBytes == 1024)
+        // A change set's attribute values sit six levels deep.
+        #expect(limits.maxJSONDepth == 8)
+        #expect(limits.maxChangeSetsPerRequest == 1)
+        let kept = try ServerSettings.fromEnvironment(["REVSYNC_MAX_JSON_DEPTH": "12", "REVSYNC_MAX_BODY_BYTES": "4096"]).limits
+        #expect(kept.maxJSONDepth == 12 && kept.maxBodyBytes == 4096)
+    }
+
+    @Test func aLogLevelIsOneOfSwiftLogsOrRefusedByName() throws {
+        #expect(try Logger.Level(setting: nil, named: "REVSYNC_LOG_LEVEL") == .info)
+        #expect(try Logger.Level(setting: "", named: "REVSYNC_LOG_LEVEL") == .info)
+        #expect(try Logger.Level(setting: "debug", named: "REVSYNC_LOG_LEVEL") == .debug)
+        #expect { try Logger.Level(setting: "debgu", named: "--log-level") } throws: { error in
+            "\(error)" == "--log-level must be one of trace, debug, info, notice, warning, error, critical, not \"debgu\""
+        }
     }
 
     @Test func aValueThatIsNotANumberIsRefusedByName() {

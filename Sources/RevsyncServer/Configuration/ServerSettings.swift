@@ -143,10 +143,11 @@ public struct ServerSettings: Sendable {
         if let n = try integer("REVSYNC_HTTP_IDLE_TIMEOUT_SECONDS") { settings.connections.idleTimeout = .seconds(max(1, n)) }
         if let n = try integer("REVSYNC_HTTP_HEADER_TIMEOUT_SECONDS") { settings.connections.headerTimeout = .seconds(max(1, n)) }
         if let n = try integer("REVSYNC_HTTP_BODY_TIMEOUT_SECONDS") { settings.connections.bodyTimeout = .seconds(max(1, n)) }
-        if let n = try integer("REVSYNC_MAX_BODY_BYTES") { settings.limits.maxBodyBytes = n }
-        if let n = try integer("REVSYNC_MAX_INFLATED_BYTES") { settings.limits.maxInflatedBytes = n }
-        if let n = try integer("REVSYNC_MAX_JSON_DEPTH") { settings.limits.maxJSONDepth = n }
-        if let n = try integer("REVSYNC_MAX_CHANGE_SETS") { settings.limits.maxChangeSetsPerRequest = n }
+        if let n = try integer("REVSYNC_MAX_BODY_BYTES") { settings.limits.maxBodyBytes = max(1024, n) }
+        if let n = try integer("REVSYNC_MAX_INFLATED_BYTES") { settings.limits.maxInflatedBytes = max(1024, n) }
+        // A change set's attributes sit six levels deep: less would refuse every write.
+        if let n = try integer("REVSYNC_MAX_JSON_DEPTH") { settings.limits.maxJSONDepth = max(8, n) }
+        if let n = try integer("REVSYNC_MAX_CHANGE_SETS") { settings.limits.maxChangeSetsPerRequest = max(1, n) }
         if let n = try integer("REVSYNC_MAX_OPERATIONS_PER_CHANGE_SET") { settings.limits.maxOperationsPerChangeSet = max(1, n) }
         if let n = try integer("REVSYNC_MAX_OPERATIONS_PER_REQUEST") { settings.limits.maxOperationsPerRequest = max(1, n) }
         if let n = try integer("REVSYNC_MAX_LOG_ENTRY_BYTES") { settings.limits.maxLogEntryBytes = max(1024, n) }

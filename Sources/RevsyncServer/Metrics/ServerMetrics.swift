@@ -13,7 +13,7 @@ import Synchronization
 public struct ServerMetrics: Sendable {
     public let registry: PrometheusCollectorRegistry
     let factory: PrometheusMetricsFactory
-    private let head: CoreMetrics.Gauge
+    private let head: HighestRevision
     /// The schema's entity names: the only `entity` labels, so a client naming made-up
     /// entities cannot grow `/metrics` (anything else is counted as `unknown`).
     private let entities: Set<String>
@@ -29,7 +29,7 @@ public struct ServerMetrics: Sendable {
         ]
         factory.defaultDurationHistogramBuckets = fine
         self.factory = factory
-        head = CoreMetrics.Gauge(label: "revsync_head_revision", dimensions: [], factory: factory)
+        head = HighestRevision(CoreMetrics.Gauge(label: "revsync_head_revision", dimensions: [], factory: factory))
         handles = Handles(factory: factory)
     }
 
@@ -104,8 +104,9 @@ public struct ServerMetrics: Sendable {
         handles.timer("revsync_sync_wake_to_answer_seconds").recordNanoseconds(duration.nanoseconds)
     }
 
+    /// `revision` was committed or sent: the head gauge moves to it if it is past the highest so far.
     func observeHead(_ revision: Int64) {
-        head.record(revision)
+        head.observe(revision)
     }
 
     /// The Prometheus text exposition.
@@ -161,5 +162,23 @@ extension Duration {
     var nanoseconds: Int64 {
         let (seconds, attoseconds) = components
         return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}
+
+/// The gauge of the highest revision this instance has seen committed. Revisions are observed
+/// out of order (a lagging device's catch-up page ends below the head, and requests finish in
+/// any order), so the gauge is only ever raised, under a lock so two raises cannot cross.
+private final class HighestRevision: Sendable {
+    private let gauge: CoreMetrics.Gauge
+    private let highest = Mutex<Int64>(.min)
+
+    init(_ gauge: CoreMetrics.Gauge) { self.gauge = gauge }
+
+    func observe(_ revision: Int64) {
+        highest.withLock { highest in
+            guard revision > highest else { return }
+            highest = revision
+            gauge.record(revision)
+        }
     }
 }

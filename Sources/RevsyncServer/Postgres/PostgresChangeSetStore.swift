@@ -16,6 +16,8 @@ struct PostgresChangeSetStore: ChangeSetStore {
 
     /// SQLSTATEs that mean "run the whole transaction again".
     private static let retryableStates: Set<String> = ["40001", "40P01"]
+    /// Runs of one batch, the first included, before its requests get `503`.
+    static let attempts = 5
 
     func transaction<T: Sendable>(_ body: @escaping @Sendable (any ApplyTransaction) async throws -> T) async throws -> T {
         let schema = self.schema, logger = database.logger, delay = delayAfterStamp
@@ -40,8 +42,14 @@ struct PostgresChangeSetStore: ChangeSetStore {
                         }
                     }
                 }
-            } catch let error where attempt < 5 && error.sqlState.map(Self.retryableStates.contains) == true {
+            } catch let error where error.sqlState.map(Self.retryableStates.contains) == true {
                 let reason = error.sqlState == "40P01" ? "deadlock" : "serialization_failure"
+                guard attempt < Self.attempts else {
+                    // Nothing of the batch committed, and the next try may well pass: a 503
+                    // the device retries, not a 500 that reads as a bug.
+                    logger.warning("a batch failed every run", metadata: ["reason": "\(reason)", "attempts": "\(attempt)"])
+                    throw StoreError.unavailable("PostgreSQL ended this batch's transaction \(attempt) times in a row (\(reason)); nothing of it was committed")
+                }
                 metrics?.recordBatchRetry(reason: reason)
                 logger.debug("running the batch again", metadata: ["reason": "\(reason)", "attempt": "\(attempt)"])
             } catch let error as PSQLError {
