@@ -93,8 +93,9 @@ public struct LinkProfile: Sendable, Equatable {
     public var bandwidth: Int?
     /// The odds of each fault per request.
     public var faults: FaultOdds
-    /// How long a stalled request holds the device's connection before closing it.
-    /// Should exceed the device's request timeout so the timeout is what it sees.
+    /// How long a stalled request holds the device's connection before closing it. The
+    /// presets' (10 s, 15 s) are shorter than the simulator's devices' timeouts (60 s by
+    /// default), so those devices see a long silence and then a closed connection.
     public var stallDuration: Duration
     /// Seeded offline windows, or `nil` for a link that is only taken offline by hand.
     public var offlineSchedule: OfflineSchedule?

@@ -44,7 +44,7 @@ struct RevsyncSimCommand: AsyncParsableCommand {
     @Option(help: "Odds per request of a reset in the middle of the response.")
     var resetMidResponse: Double?
 
-    @Option(help: "Odds per request of a stall past the device's timeout.")
+    @Option(help: "Odds per request of a stall: the device hears nothing for the preset's stall (10 s wifi, 15 s terrible), then the connection closes.")
     var stall: Double?
 
     @Option(help: "Odds per request of the response dropped after the server committed.")
@@ -69,7 +69,7 @@ struct RevsyncSimCommand: AsyncParsableCommand {
     var records = 100_000
 
     @Option(help: """
-        Faults, comma-separated: server-kill, redis-flush, redis-restart, postgres-restart (server side), \
+        Faults, comma-separated: server-kill, redis-flush, redis-restart, postgres-restart, postgres-refuses (server side), \
         device-restore, device-revoke, device-role-downgrade (device side), all or none.
         """)
     var faults = "server-kill,redis-flush"
