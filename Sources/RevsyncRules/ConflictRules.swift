@@ -66,6 +66,11 @@ extension ConflictRules {
         case "23505": ConflictReason(code: .invalid, entity: table, id: nil, message: "a unique value is already taken: \(detail)")
         case let state where state.hasPrefix("22") || state.hasPrefix("23"):
             ConflictReason(code: .invalid, entity: table, id: nil, message: "PostgreSQL refused a value: \(message ?? state)")
+        // A limit of PostgreSQL's own (class 54), met by a change set alone: a value too
+        // large for an index added by hand, say. Failing the request instead would fail the
+        // device's every retry, and every batch it joins.
+        case let state where state.hasPrefix("54"):
+            ConflictReason(code: .invalid, entity: table, id: nil, message: "PostgreSQL cannot store this change set: \(message ?? state)")
         default: nil
         }
     }

@@ -92,8 +92,10 @@ import Testing
         #expect(ConflictRules.enforcedByDatabase(sqlState: "23503", table: "notes", detail: "Key (player_id)=(9) is not present", message: nil)?.code == .reference)
         #expect(ConflictRules.enforcedByDatabase(sqlState: "23505", table: "users", detail: "Key (email)=(a) already exists", message: nil)?.code == .invalid)
         #expect(ConflictRules.enforcedByDatabase(sqlState: "22001", table: "users", detail: "", message: "value too long")?.message.contains("value too long") == true)
-        // A deadlock or a lost connection rejects nothing: the request fails or runs again.
+        #expect(ConflictRules.enforcedByDatabase(sqlState: "54000", table: "notes", detail: "", message: "index row size 6016 exceeds btree version 4 maximum 2704")?.code == .invalid)
+        // A deadlock, a lost connection or a full disk rejects nothing: the request fails or runs again.
         #expect(ConflictRules.enforcedByDatabase(sqlState: "40P01", table: nil, detail: "", message: nil) == nil)
         #expect(ConflictRules.enforcedByDatabase(sqlState: "08006", table: nil, detail: "", message: nil) == nil)
+        #expect(ConflictRules.enforcedByDatabase(sqlState: "53100", table: nil, detail: "", message: nil) == nil)
     }
 }

@@ -114,6 +114,18 @@ import Testing
 
     /// A statement in flight when PostgreSQL ends its session (here an operator terminating the
     /// backend, as a restart does to every one) is 503, not 500: the device retries.
+    /// A full disk, no memory, too many connections (SQLSTATE class 53): 503, not 500.
+    @Test(.timeLimit(.minutes(1))) func aStatementPostgreSQLLacksResourcesForIsUnavailable() async throws {
+        try await withServerDatabaseOfItsOwn(connections: 2, timeout: .seconds(10), logger: Self.logger) { database in
+            let error = await #expect(throws: StoreError.self) {
+                try await database.withConnection { connection in
+                    try await connection.run("DO $$ BEGIN RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = 'disk_full'; END $$", Self.logger)
+                }
+            }
+            #expect(error.map { "\($0)" } == "PostgreSQL lacks resources: could not extend file: No space left on device")
+        }
+    }
+
     @Test(.timeLimit(.minutes(1))) func aStatementWhosePostgreSQLSessionEndsIsUnavailable() async throws {
         try await withServerDatabaseOfItsOwn(connections: 2, timeout: .seconds(10), logger: Self.logger) { database in
             let error = await #expect(throws: StoreError.self) {

@@ -48,6 +48,30 @@ import Testing
         }
     }
 
+    /// A limit of PostgreSQL's own met by one change set (a value too large for an index an
+    /// operator added) rejects that change set as `invalid`; the request and the others in it
+    /// go through. It failed the whole request with 500 before, and so every retry.
+    @Test func aValueTooLargeForAnIndexRejectsItsChangeSetAlone() async throws {
+        try await withTestServer { harness in
+            _ = try await harness.rows("CREATE INDEX notes_body ON notes (body)")
+            let device = try await harness.register("member", name: "m")
+            // Random letters, so that compression cannot bring the index entry under its limit (2,704 bytes).
+            var generator = SystemRandomNumberGenerator()
+            let huge = String((0..<12_000).map { _ in Character(UnicodeScalar(UInt8.random(in: 97...122, using: &generator))) })
+            let response = try await harness.sync(device, from: 0, [
+                changeSet(seq: 1, ("notes", EntityChanges(create: [-1], attributes: [-1: ["body": "small", "pinned": false]]))),
+                changeSet(seq: 2, ("notes", EntityChanges(create: [-2], attributes: [-2: ["body": .string(huge), "pinned": false]]))),
+                changeSet(seq: 3, ("notes", EntityChanges(create: [-3], attributes: [-3: ["body": "after", "pinned": false]]))),
+            ])
+            #expect(response.committed.map(\.seq) == [1, 3])
+            let refused = try #require(response.corrective.first)
+            #expect(refused.seq == 2 && refused.reason?.code == .invalid)
+            #expect(refused.reason?.message.contains("index row") == true)
+            #expect(try await harness.head() == 2)
+            #expect(try await harness.count("notes") == 2)
+        }
+    }
+
     @Test func aConstraintCheckedAtCommitRejectsOnlyTheChangeSetThatBrokeIt() async throws {
         try await withTestServer(configure: { $0.commitBatchWait = .seconds(1) }) { harness in
             // Checked at COMMIT, as the dataset's foreign keys are: the whole batch rolls back

@@ -39,6 +39,10 @@ public struct Database: Sendable {
             throw StoreError.unavailable("PostgreSQL is unreachable: \(error.code)")
         } catch let error as PSQLError where error.isServerGoingAway {
             throw StoreError.unavailable("PostgreSQL ended the connection (a restart?): \(error.serverInfo?[.message] ?? error.sqlState ?? "")")
+        } catch let error as PSQLError where error.sqlState?.hasPrefix("53") == true {
+            // Class 53: a full disk, no memory, too many connections. Nothing the request did
+            // is wrong, and nothing of it committed: the operator must act, the device retry.
+            throw StoreError.unavailable("PostgreSQL lacks resources: \(error.serverInfo?[.message] ?? error.sqlState ?? "")")
         } catch let error as PSQLError where error.sqlState == "57014" || error.sqlState == "55P03" {
             throw StoreError.unavailable("PostgreSQL did not finish within \(timeout): \(error.serverInfo?[.message] ?? "timeout")")
         }
