@@ -114,16 +114,30 @@ import Testing
 
     /// A statement in flight when PostgreSQL ends its session (here an operator terminating the
     /// backend, as a restart does to every one) is 503, not 500: the device retries.
-    /// A full disk, no memory, too many connections (SQLSTATE class 53): 503, not 500.
-    @Test(.timeLimit(.minutes(1))) func aStatementPostgreSQLLacksResourcesForIsUnavailable() async throws {
+    /// A full disk, no memory, too many connections (SQLSTATE class 53), a read-only server: 503, not 500.
+    @Test(.timeLimit(.minutes(1))) func aStatementPostgreSQLCannotDoNowIsUnavailable() async throws {
         try await withServerDatabaseOfItsOwn(connections: 2, timeout: .seconds(10), logger: Self.logger) { database in
             let error = await #expect(throws: StoreError.self) {
                 try await database.withConnection { connection in
                     try await connection.run("DO $$ BEGIN RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = 'disk_full'; END $$", Self.logger)
                 }
             }
-            #expect(error.map { "\($0)" } == "PostgreSQL lacks resources: could not extend file: No space left on device")
+            #expect(error.map { "\($0)" } == "PostgreSQL cannot write now: could not extend file: No space left on device")
+            // A server that went read-only (a standby after a switchover) is the same to a device.
+            await #expect(throws: StoreError.self) {
+                try await database.withConnection { connection in
+                    try await connection.run("DO $$ BEGIN RAISE EXCEPTION 'cannot execute INSERT in a read-only transaction' USING ERRCODE = 'read_only_sql_transaction'; END $$", Self.logger)
+                }
+            }
         }
+    }
+
+    /// PostgresNIO's pool fails leases with its own error type once its circuit breaker has
+    /// tripped (a minute of refused connections): that is PostgreSQL unreachable, 503.
+    @Test func aLeaseThePoolRefusesIsUnavailable() {
+        struct PoolRefused: Error {}
+        #expect(Database.leaseFailure(PoolRefused()) is StoreError)
+        #expect(Database.leaseFailure(CancellationError()) is CancellationError)
     }
 
     @Test(.timeLimit(.minutes(1))) func aStatementWhosePostgreSQLSessionEndsIsUnavailable() async throws {

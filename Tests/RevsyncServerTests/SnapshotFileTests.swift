@@ -159,6 +159,29 @@ import Testing
         }
     }
 
+    /// The file served, removed from the directory under the instance (another instance
+    /// sharing it retired it, or a cleaner of /tmp took it), with the head where it was: the
+    /// next request gets a whole file again, not 404 until the head moves.
+    @Test func aServedFileRemovedUnderTheInstanceIsBuiltAgain() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("snapshot-removed-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try await withTestServer(configure: { $0.snapshotDirectory = directory }) { harness in
+            let admin = try await harness.register("admin", name: "admin")
+            _ = try await harness.seedBasics(admin)
+            let (status, headers, bytes) = try await Self.fetch(harness, admin)
+            #expect(status == .ok)
+            for name in try FileManager.default.contentsOfDirectory(atPath: directory) {
+                try FileManager.default.removeItem(atPath: directory + "/" + name)
+            }
+            let (again, againHeaders, againBytes) = try await Self.fetch(harness, admin)
+            #expect(again == .ok)
+            #expect(againHeaders[SnapshotHeaders.revision] == headers[SnapshotHeaders.revision])
+            #expect(againBytes.readableBytes > 0 && Self.sha256(againBytes) == againHeaders[SnapshotHeaders.digest])
+            #expect(bytes.readableBytes > 0)
+            #expect(await harness.server.snapshotFiles.builds == 2)
+        }
+    }
+
     @Test func requestsShareOneBuildAndTheOldFileIsServedWhileTheNextIsBuilt() async throws {
         try await withTestServer(configure: { $0.snapshotRebuildRevisions = 2 }) { harness in
             let admin = try await harness.register("admin", name: "admin")

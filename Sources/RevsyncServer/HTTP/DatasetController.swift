@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import PostgresNIO
 import RevsyncGzip
 import RevsyncRules
 import RevsyncWire
@@ -58,6 +59,14 @@ struct DatasetController<Context: RequestContext>: Sendable {
             spooled = try await spool.write(gzip: gzip)
         } catch let error as StoreError {
             throw SyncError(error)
+        } catch let error as PSQLError {
+            throw error
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            // The spool's directory: full, read-only, out of file descriptors. The operator's
+            // to mend, and worth a retry: 503, as the SQLite file's build answers.
+            throw SyncError.unavailable("the JSON snapshot could not be written to its spool file: \(error)")
         }
         let file = try await FileIO().loadFile(path: spooled.path, context: context)
         let path = spooled.path
@@ -94,13 +103,21 @@ struct DatasetController<Context: RequestContext>: Sendable {
         // A resumed download names the bytes it has; If-Range makes sure they are this file's.
         var range = ByteRange.parse(request.headers[.range], size: size)
         if let ifRange = request.headers[.ifRange], ifRange != etag { range = .whole }
+        // A file removed between `files.file()` and here: Hummingbird answers a missing file 404.
+        func load(_ range: ClosedRange<Int>? = nil) async throws -> ResponseBody {
+            do {
+                if let range { return try await FileIO().loadFile(path: path, range: range, context: context) }
+                return try await FileIO().loadFile(path: path, context: context)
+            } catch let error as HTTPError where error.status == .notFound {
+                throw SyncError.unavailable("the snapshot file was removed from its directory as it was opened: retry")
+            }
+        }
         switch range {
         case .whole:
-            return Response(status: .ok, headers: headers, body: try await FileIO().loadFile(path: path, context: context))
+            return Response(status: .ok, headers: headers, body: try await load())
         case .part(let bytes):
             headers[.contentRange] = "bytes \(bytes.lowerBound)-\(bytes.upperBound)/\(size)"
-            return Response(
-                status: .partialContent, headers: headers, body: try await FileIO().loadFile(path: path, range: bytes, context: context))
+            return Response(status: .partialContent, headers: headers, body: try await load(bytes))
         case .unsatisfiable:
             let error = SyncError(.rangeNotSatisfiable, "the snapshot file has \(size) bytes; the range asked for starts past them")
             var response = try error.response(from: request, context: context)

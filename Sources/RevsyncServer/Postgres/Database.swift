@@ -39,10 +39,10 @@ public struct Database: Sendable {
             throw StoreError.unavailable("PostgreSQL is unreachable: \(error.code)")
         } catch let error as PSQLError where error.isServerGoingAway {
             throw StoreError.unavailable("PostgreSQL ended the connection (a restart?): \(error.serverInfo?[.message] ?? error.sqlState ?? "")")
-        } catch let error as PSQLError where error.sqlState?.hasPrefix("53") == true {
-            // Class 53: a full disk, no memory, too many connections. Nothing the request did
-            // is wrong, and nothing of it committed: the operator must act, the device retry.
-            throw StoreError.unavailable("PostgreSQL lacks resources: \(error.serverInfo?[.message] ?? error.sqlState ?? "")")
+        } catch let error as PSQLError where error.lacksResources {
+            // Nothing the request did is wrong, and nothing of it committed: the operator
+            // must act, the device retry.
+            throw StoreError.unavailable("PostgreSQL cannot write now: \(error.serverInfo?[.message] ?? error.sqlState ?? "")")
         } catch let error as PSQLError where error.sqlState == "57014" || error.sqlState == "55P03" {
             throw StoreError.unavailable("PostgreSQL did not finish within \(timeout): \(error.serverInfo?[.message] ?? "timeout")")
         }
@@ -57,6 +57,15 @@ public struct Database: Sendable {
         return try await withConnection(unlimited: unlimited) { connection in
             try await connection.inTransaction(isolation, logger, body)
         }
+    }
+
+    /// What a failed lease becomes. PostgresNIO's own errors are `PSQLError`s (mapped by
+    /// `withConnection`), but its pool fails leases with `ConnectionPoolError` once it has
+    /// been refused connections for a minute (its circuit breaker): every request then got
+    /// 500 for as long as PostgreSQL stayed away. Cancellation stays itself.
+    static func leaseFailure(_ error: any Error) -> any Error {
+        if error is PSQLError || error is CancellationError || error is StoreError { return error }
+        return StoreError.unavailable("PostgreSQL is unreachable: \(error)")
     }
 
     /// A transaction for streaming its reads at the reader's pace: no statement deadline once
@@ -80,7 +89,7 @@ public struct Database: Sendable {
                 do {
                     try await client.withConnection { connection in await handoff.lend(connection) }
                 } catch {
-                    handoff.fail(error)
+                    handoff.fail(Self.leaseFailure(error))
                 }
             }
             if bounded { waitDeadlines.add(handoff) }
@@ -153,6 +162,16 @@ extension PSQLError {
     var isServerGoingAway: Bool {
         guard let sqlState else { return false }
         return sqlState.hasPrefix("57P") || sqlState.hasPrefix("08")
+    }
+
+    /// PostgreSQL cannot do the work now, through no fault of the request: lacking resources
+    /// (class 53: a full disk, no memory, too many connections), an I/O error (class 58), a
+    /// server that went read-only (`25006`: a standby after a switchover, or a managed
+    /// service that stops writes when its storage fills), or a session or transaction
+    /// timeout an operator set (`25P03`, `25P04`). Each is worth a retry, so 503.
+    var lacksResources: Bool {
+        guard let sqlState else { return false }
+        return sqlState.hasPrefix("53") || sqlState.hasPrefix("58") || ["25006", "25P03", "25P04"].contains(sqlState)
     }
 }
 

@@ -61,11 +61,23 @@ actor SnapshotFiles {
 
     /// The file to serve now.
     func file() async throws -> SnapshotFileCatalog.File {
+        if let current, !Self.isOnDisk(current) {
+            // Removed under this instance: another one sharing the directory retired it while
+            // this one still served it, or a cleaner of the temporary directory took it. It is
+            // forgotten, and the request waits for a file that exists, as the first one does
+            // (it answered 404 before, until the head moved).
+            logger.notice("the snapshot file served is gone from its directory: finding or building another", metadata: ["file": "\(current.name)"])
+            self.current = nil
+        }
         if current == nil, building == nil, let found = try await prepare() { adopt(found) }
         guard let current else { return try await startBuild().value }
         // A head that cannot be read (PostgreSQL or Redis down) leaves the file served as it is.
         if building == nil, (try? await isStale(current)) == true { _ = startBuild() }
         return current
+    }
+
+    private static func isOnDisk(_ file: SnapshotFileCatalog.File) -> Bool {
+        FileManager.default.fileExists(atPath: file.path) && (file.gzipSize == nil || FileManager.default.fileExists(atPath: file.gzipPath))
     }
 
     /// Builds a new file now (whatever the policy) and returns it once it serves.
