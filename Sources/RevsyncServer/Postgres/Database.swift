@@ -39,7 +39,7 @@ public struct Database: Sendable {
             throw StoreError.unavailable("PostgreSQL is unreachable: \(error.code)")
         } catch let error as PSQLError where error.isServerGoingAway {
             throw StoreError.unavailable("PostgreSQL ended the connection (a restart?): \(error.serverInfo?[.message] ?? error.sqlState ?? "")")
-        } catch let error as PSQLError where error.lacksResources {
+        } catch let error as PSQLError where error.cannotWorkNow {
             // Nothing the request did is wrong, and nothing of it committed: the operator
             // must act, the device retry.
             throw StoreError.unavailable("PostgreSQL cannot write now: \(error.serverInfo?[.message] ?? error.sqlState ?? "")")
@@ -169,7 +169,7 @@ extension PSQLError {
     /// server that went read-only (`25006`: a standby after a switchover, or a managed
     /// service that stops writes when its storage fills), or a session or transaction
     /// timeout an operator set (`25P03`, `25P04`). Each is worth a retry, so 503.
-    var lacksResources: Bool {
+    var cannotWorkNow: Bool {
         guard let sqlState else { return false }
         return sqlState.hasPrefix("53") || sqlState.hasPrefix("58") || ["25006", "25P03", "25P04"].contains(sqlState)
     }
