@@ -35,16 +35,9 @@ public struct Database: Sendable {
         leases.increment()
         do {
             return try await withConnectionLent(bounded: !unlimited, body)
-        } catch let error as PSQLError where error.isConnectionFailure {
-            throw StoreError.unavailable("PostgreSQL is unreachable: \(error.code)")
-        } catch let error as PSQLError where error.isServerGoingAway {
-            throw StoreError.unavailable("PostgreSQL ended the connection (a restart?): \(error.serverInfo?[.message] ?? error.sqlState ?? "")")
-        } catch let error as PSQLError where error.cannotWorkNow {
-            // Nothing the request did is wrong, and nothing of it committed: the operator
-            // must act, the device retry.
-            throw StoreError.unavailable("PostgreSQL cannot write now: \(error.serverInfo?[.message] ?? error.sqlState ?? "")")
-        } catch let error as PSQLError where error.sqlState == "57014" || error.sqlState == "55P03" {
-            throw StoreError.unavailable("PostgreSQL did not finish within \(timeout): \(error.serverInfo?[.message] ?? "timeout")")
+        } catch let error as PSQLError {
+            guard let reason = error.unavailability(timeout: timeout) else { throw error }
+            throw StoreError.unavailable(reason)
         }
     }
 
@@ -151,27 +144,31 @@ extension PSQLError {
     /// The SQLSTATE of a server error, e.g. "23503" for a foreign key violation.
     var sqlState: String? { serverInfo?[.sqlState] }
 
-    var isConnectionFailure: Bool {
-        [.connectionError, .serverClosedConnection, .clientClosedConnection, .poolClosed, .uncleanShutdown].contains(code)
-    }
-
-    /// PostgreSQL ending the session: a shutdown or restart, a backend terminated by an
-    /// operator, a database not accepting connections yet (SQLSTATE class 57P, operator
-    /// intervention), or a connection exception (class 08). Each is worth a retry, so 503:
-    /// a statement in flight during a restart got 500 before.
-    var isServerGoingAway: Bool {
-        guard let sqlState else { return false }
-        return sqlState.hasPrefix("57P") || sqlState.hasPrefix("08")
-    }
-
-    /// PostgreSQL cannot do the work now, through no fault of the request: lacking resources
-    /// (class 53: a full disk, no memory, too many connections), an I/O error (class 58), a
-    /// server that went read-only (`25006`: a standby after a switchover, or a managed
-    /// service that stops writes when its storage fills), or a session or transaction
-    /// timeout an operator set (`25P03`, `25P04`). Each is worth a retry, so 503.
-    var cannotWorkNow: Bool {
-        guard let sqlState else { return false }
-        return sqlState.hasPrefix("53") || sqlState.hasPrefix("58") || ["25006", "25P03", "25P04"].contains(sqlState)
+    /// Why PostgreSQL cannot serve the request now, worded for its `503`; nil when the error
+    /// is the request's (a rejection, mapped by the rules) or a bug (`500`). Nothing of the
+    /// request committed in any of these, and a retry may pass:
+    /// - the connection failed or could not be made;
+    /// - PostgreSQL ended the session: a shutdown or restart, a backend terminated by an
+    ///   operator, a database not accepting connections yet (class 57P), a connection
+    ///   exception (class 08). A statement in flight during a restart got 500 before;
+    /// - its own `statement_timeout` or `lock_timeout` (`57014`, `55P03`), set to the timeout;
+    /// - it cannot do the work now, through no fault of the request: lacking resources (class
+    ///   53: a full disk, no memory, too many connections), an I/O error (class 58), a server
+    ///   gone read-only (`25006`: a standby after a switchover, or a managed service that
+    ///   stops writes when its storage fills), a session or transaction timeout an operator
+    ///   set (`25P03`, `25P04`). The operator must act; the device retries.
+    func unavailability(timeout: Duration) -> String? {
+        if [.connectionError, .serverClosedConnection, .clientClosedConnection, .poolClosed, .uncleanShutdown].contains(code) {
+            return "PostgreSQL is unreachable: \(code)"
+        }
+        guard let sqlState else { return nil }
+        let message = serverInfo?[.message] ?? sqlState
+        if sqlState.hasPrefix("57P") || sqlState.hasPrefix("08") { return "PostgreSQL ended the connection (a restart?): \(message)" }
+        if sqlState == "57014" || sqlState == "55P03" { return "PostgreSQL did not finish within \(timeout): \(serverInfo?[.message] ?? "timeout")" }
+        if sqlState.hasPrefix("53") || sqlState.hasPrefix("58") || ["25006", "25P03", "25P04"].contains(sqlState) {
+            return "PostgreSQL cannot write now: \(message)"
+        }
+        return nil
     }
 }
 

@@ -26,6 +26,11 @@ struct SnapshotFileCatalog: Sendable {
         var name: String { "snapshot-\(database)-r\(revision)-v\(schemaVersion)-\(digest).sqlite" }
         var path: String { directory + "/" + name }
         var gzipPath: String { path + ".gz" }
+        /// Both its files are still in the directory (another instance sharing it, or a cleaner
+        /// of the temporary directory, may have removed them).
+        var isOnDisk: Bool {
+            FileManager.default.fileExists(atPath: path) && (gzipSize == nil || FileManager.default.fileExists(atPath: gzipPath))
+        }
         /// One tag per file and encoding: a range request resumes only the bytes it started on.
         var etag: String { "\"r\(revision)-\(digest.prefix(16))\"" }
         var gzipETag: String { "\"r\(revision)-\(digest.prefix(16))-gzip\"" }

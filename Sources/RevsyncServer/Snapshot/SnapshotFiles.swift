@@ -61,7 +61,7 @@ actor SnapshotFiles {
 
     /// The file to serve now.
     func file() async throws -> SnapshotFileCatalog.File {
-        if let current, !Self.isOnDisk(current) {
+        if let current, !current.isOnDisk {
             // Removed under this instance: another one sharing the directory retired it while
             // this one still served it, or a cleaner of the temporary directory took it. It is
             // forgotten, and the request waits for a file that exists, as the first one does
@@ -74,10 +74,6 @@ actor SnapshotFiles {
         // A head that cannot be read (PostgreSQL or Redis down) leaves the file served as it is.
         if building == nil, (try? await isStale(current)) == true { _ = startBuild() }
         return current
-    }
-
-    private static func isOnDisk(_ file: SnapshotFileCatalog.File) -> Bool {
-        FileManager.default.fileExists(atPath: file.path) && (file.gzipSize == nil || FileManager.default.fileExists(atPath: file.gzipPath))
     }
 
     /// Builds a new file now (whatever the policy) and returns it once it serves.
