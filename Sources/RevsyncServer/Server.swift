@@ -106,10 +106,9 @@ public struct Server: Sendable {
                     return instance
                 }
             }, logger: logger)
-        // Per instance, even in a directory the instances share.
+        // In the instance's own work directory, even in a directory the instances share.
         snapshotSpool = SnapshotSpool(
-            streamer: SnapshotStreamer(database: database, schema: schema),
-            directory: directory + "/spool-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8).lowercased())",
+            streamer: SnapshotStreamer(database: database, schema: schema), work: snapshotFiles.work,
             readers: ConcurrencyGate(limit: settings.databaseConnections / 4))
         var pruner = LogPruner(database: database, retention: settings.logRetention, interval: settings.pruneInterval)
         if let cache = self.cache {
@@ -176,7 +175,7 @@ public struct Server: Sendable {
         var services: [any Service] = [
             postgresService, pruner, DeviceChangeWatcher(
                 devices: devices, feed: cache, events: deviceEvents, checkInterval: settings.deviceCheckInterval, logger: logger),
-            SnapshotFilesService(files: snapshotFiles, spool: snapshotSpool),
+            SnapshotFilesService(files: snapshotFiles),
         ]
         // After PostgreSQL's client, so that it stops before it (services stop in reverse order).
         if let lookups = devices.lookups { services.append(lookups) }

@@ -182,6 +182,85 @@ import Testing
         }
     }
 
+    /// A directory the instances share, after one of them was killed: its work directory (a
+    /// build's scratch file, a JSON spool) and a file it replaced but could not remove yet are
+    /// removed by the others' sweep; what a live instance holds, and files within their grace, stay.
+    @Test func aSweepRemovesWhatAGoneInstanceLeftAndKeepsWhatIsInUse() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("snapshot-sweep-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try await withTestServer(configure: { $0.snapshotDirectory = directory }) { harness in
+            let admin = try await harness.register("admin", name: "admin")
+            _ = try await harness.seedBasics(admin)
+            let served = try await harness.server.snapshotFiles.file()
+            let fm = FileManager.default
+            // The killed instance: its work directory, unlocked, with what it was writing.
+            var killed: SnapshotWorkDirectory? = SnapshotWorkDirectory(parent: directory)
+            let killedPath = try #require(try killed?.path())
+            _ = fm.createFile(atPath: killedPath + "/building-\(UUID().uuidString.lowercased()).sqlite", contents: Data(count: 4096))
+            _ = fm.createFile(atPath: killedPath + "/snapshot-\(UUID().uuidString.lowercased()).json.gz", contents: Data(count: 4096))
+            killed = nil
+            // Another instance that runs.
+            let running = SnapshotWorkDirectory(parent: directory)
+            let runningPath = try running.path()
+            // Two files of this database published before the one served, the older one replaced
+            // two hours ago, the other 100 s ago (within the 600 s grace).
+            func earlier(_ revision: Int64, _ digest: Character, secondsAgo: Double) throws -> String {
+                let file = SnapshotFileCatalog.File(
+                    directory: directory, database: served.database, revision: revision, schemaVersion: served.schemaVersion,
+                    digest: String(repeating: digest, count: 64), size: 0, gzipSize: nil)
+                try fm.copyItem(atPath: served.path, toPath: file.path)
+                try fm.copyItem(atPath: served.gzipPath, toPath: file.gzipPath)
+                for path in [file.path, file.gzipPath] {
+                    try fm.setAttributes([.modificationDate: Date().addingTimeInterval(-secondsAgo)], ofItemAtPath: path)
+                }
+                return file.name
+            }
+            let replacedLongAgo = try earlier(0, "1", secondsAgo: 10_000)
+            let replacedLately = try earlier(0, "2", secondsAgo: 7_200)
+            try fm.setAttributes([.modificationDate: Date().addingTimeInterval(-100)], ofItemAtPath: served.path)
+
+            await harness.server.snapshotFiles.sweep()
+            let names = Set(try fm.contentsOfDirectory(atPath: directory))
+            #expect(!names.contains(replacedLongAgo) && !names.contains(replacedLongAgo + ".gz"), "replaced for two hours")
+            #expect(names.contains(replacedLately) && names.contains(replacedLately + ".gz"), "replaced 100 s ago")
+            #expect(names.contains(served.name) && names.contains(served.name + ".gz"))
+            #expect(!fm.fileExists(atPath: killedPath), "the killed instance's work directory")
+            #expect(fm.fileExists(atPath: runningPath), "the running instance's")
+            #expect(fm.fileExists(atPath: try harness.server.snapshotFiles.work.path()), "its own")
+            let (status, headers, bytes) = try await Self.fetch(harness, admin)
+            #expect(status == .ok)
+            #expect(Self.sha256(bytes) == headers[SnapshotHeaders.digest])
+            withExtendedLifetime(running) {}
+        }
+    }
+
+    /// A file ahead of the database's head (the database was restored from a backup, the
+    /// directory kept): its records are not the database's, so it is rebuilt and never served.
+    @Test func aFileAheadOfTheDatabaseIsNotServed() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("snapshot-ahead-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try await withTestServer(configure: { $0.snapshotDirectory = directory }) { harness in
+            let admin = try await harness.register("admin", name: "admin")
+            _ = try await harness.seedBasics(admin)
+            let head = try await harness.head()
+            let served = try await harness.server.snapshotFiles.file()
+            #expect(served.revision == head)
+            // The file the database had before it was restored, 50 revisions on, and not the one
+            // served (so that the instance looks for another).
+            let ahead = SnapshotFileCatalog.File(
+                directory: directory, database: served.database, revision: head + 50, schemaVersion: served.schemaVersion,
+                digest: String(repeating: "e", count: 64), size: 0, gzipSize: nil)
+            try FileManager.default.moveItem(atPath: served.path, toPath: ahead.path)
+            try FileManager.default.moveItem(atPath: served.gzipPath, toPath: ahead.gzipPath)
+
+            let (status, headers, bytes) = try await Self.fetch(harness, admin)
+            #expect(status == .ok)
+            #expect(headers[SnapshotHeaders.revision] == String(head))
+            #expect(Self.sha256(bytes) == headers[SnapshotHeaders.digest])
+            #expect(await harness.server.snapshotFiles.builds == 2)
+        }
+    }
+
     @Test func requestsShareOneBuildAndTheOldFileIsServedWhileTheNextIsBuilt() async throws {
         try await withTestServer(configure: { $0.snapshotRebuildRevisions = 2 }) { harness in
             let admin = try await harness.register("admin", name: "admin")

@@ -4,8 +4,8 @@ import Testing
 @testable import RevsyncSim
 
 /// The CI soak: 50 devices for 60 s on the terrible link against a real server
-/// process (debug build), one server kill -9, one Redis FLUSHALL, one device
-/// restored from an older copy of its file, one device revoked and one member
+/// process (debug build), one server kill -9, one Redis FLUSHALL, the snapshot files
+/// removed under the server, one device restored from an older copy of its file, one device revoked and one member
 /// downgraded to viewer, then the full verdict. It takes about two minutes of two cores, so it runs alone:
 /// `Scripts/test` runs it after the other tests with REVSYNC_CI_SOAK=1.
 @Suite(.enabled(if: ProcessInfo.processInfo.environment["REVSYNC_CI_SOAK"] == "1", "set REVSYNC_CI_SOAK=1 (Scripts/test does)"))
@@ -30,7 +30,7 @@ struct CISoakTests {
         settings.workload = .seconds(60)
         settings.link = "terrible"
         settings.seedRecords = 5_000
-        settings.faults = [.serverKill, .redisFlush, .deviceRestore, .deviceRevoke, .deviceRoleDowngrade]
+        settings.faults = [.serverKill, .redisFlush, .snapshotRemoved, .deviceRestore, .deviceRevoke, .deviceRoleDowngrade]
         settings.drainBound = .seconds(240)
         settings.showProgress = true
         settings.replayCommand = "REVSYNC_CI_SOAK=1 swift test --filter CISoakTests (seed \(seed))"
@@ -47,6 +47,8 @@ struct CISoakTests {
         // The run must really have exercised what it claims to.
         #expect(report.faults["server_kill"] == 1)
         #expect(report.faults["redis_flush"] == 1)
+        #expect(report.faults["snapshot_removed"] == 1)
+        #expect(report.verdict.checks.contains { $0.name == VerdictChecks.Name.snapshotDirectory })
         #expect(report.faults["device_crash", default: 0] > 0)
         #expect(report.faults["device_join", default: 0] > 0)
         #expect(report.faults["device_restore"] == 1)

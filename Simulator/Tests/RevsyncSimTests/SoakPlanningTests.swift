@@ -40,6 +40,7 @@ import Testing
         #expect(times(.postgresRestart) == [624, 1404].map { .seconds($0) })
         #expect(times(.postgresRefuses) == [270, 810, 1350].map { .seconds($0) })
         #expect(plan.filter { $0.kind == .postgresRefuses }.allSatisfy { $0.duration == FaultPlan.refusal })
+        #expect(times(.snapshotRemoved) == [60, 300, 540, 780, 1020, 1260, 1500].map { .seconds($0) })
         // Clear of kills and PostgreSQL restarts, whose downtime the refusal's probes would meet.
         for refusal in plan where refusal.kind == .postgresRefuses {
             let window = (refusal.at - .seconds(20))...(refusal.at + refusal.duration + .seconds(20))
@@ -110,7 +111,7 @@ import Testing
     @Test func allSwitchesOnEveryServerAndDeviceSideFault() throws {
         #expect(try FaultSelection.parse("all") == Set(FaultKind.switchable))
         #expect(Set(FaultKind.switchable) == [
-            .serverKill, .redisFlush, .redisRestart, .postgresRestart, .postgresRefuses, .deviceRestore, .deviceRevoke,
+            .serverKill, .redisFlush, .redisRestart, .postgresRestart, .postgresRefuses, .snapshotRemoved, .deviceRestore, .deviceRevoke,
             .deviceRoleDowngrade,
         ])
         #expect(try FaultSelection.parse("none").isEmpty)

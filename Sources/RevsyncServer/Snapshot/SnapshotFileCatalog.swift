@@ -54,9 +54,14 @@ struct SnapshotFileCatalog: Sendable {
         instance.lowercased().filter { $0 != "-" }
     }
 
-    /// The newest complete file of `database` for `schemaVersion`, if any.
+    /// The complete file of `database` for `schemaVersion` published last, if any: by
+    /// publication, not revision, so that after a database was restored from a backup the files
+    /// rebuilt at its lower revisions win over the ones it had.
     func newest(database: String, schemaVersion: Int) -> File? {
-        files(database: database, schemaVersion: schemaVersion).max { $0.revision < $1.revision }
+        let published = files(database: database, schemaVersion: schemaVersion).map { file in
+            (file: file, modified: SnapshotWorkDirectory.modification(of: file.path) ?? .distantPast)
+        }
+        return published.max { ($0.modified, $0.file.revision) < ($1.modified, $1.file.revision) }?.file
     }
 
     func files(database: String, schemaVersion: Int) -> [File] {
@@ -64,6 +69,18 @@ struct SnapshotFileCatalog: Sendable {
         return names.compactMap { name -> File? in
             guard let parts = Self.parse(name), parts.database == database, parts.schemaVersion == schemaVersion else { return nil }
             return file(database: database, revision: parts.revision, schemaVersion: parts.schemaVersion, digest: parts.digest)
+        }
+    }
+
+    /// Removes what `SnapshotDirectorySweep` finds replaced or left over; returns the names removed.
+    @discardableResult
+    func sweep(keepReplaced: Duration, now: Date = Date()) -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        let entries = names.compactMap { name in
+            SnapshotWorkDirectory.modification(of: directory + "/" + name).map { SnapshotDirectorySweep.Entry(name: name, modified: $0) }
+        }
+        return SnapshotDirectorySweep(keepReplaced: keepReplaced).removals(entries, now: now).filter { name in
+            (try? FileManager.default.removeItem(atPath: directory + "/" + name)) != nil
         }
     }
 
@@ -76,9 +93,10 @@ struct SnapshotFileCatalog: Sendable {
             gzipSize: fileSize(atPath: probe.gzipPath))
     }
 
-    /// A scratch path in the directory for a file being built.
-    func scratchPath() -> String {
-        directory + "/building-\(UUID().uuidString.lowercased()).sqlite"
+    /// A scratch path for a file being built, in the instance's work directory (inside this
+    /// one, so that publishing is a rename within one file system).
+    func scratchPath(in work: SnapshotWorkDirectory) throws -> String {
+        try work.path() + "/building-\(UUID().uuidString.lowercased()).sqlite"
     }
 
     /// Digests and compresses the finished file at `scratch` and renames both into place.
@@ -95,12 +113,6 @@ struct SnapshotFileCatalog: Sendable {
             throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: probe.path])
         }
         return file
-    }
-
-    /// Removes a file and its gzip copy.
-    func remove(_ file: File) {
-        try? FileManager.default.removeItem(atPath: file.path)
-        try? FileManager.default.removeItem(atPath: file.gzipPath)
     }
 
     /// `rename(2)`: atomic within the directory, and replaces a file another instance published under the same name.

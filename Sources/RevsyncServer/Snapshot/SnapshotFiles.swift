@@ -10,21 +10,27 @@ import RevsyncRules
 /// is older than `maxAge` and the head has moved at all, the next request starts
 /// a rebuild in the background and is served the current file meanwhile.
 /// Concurrent requests share one build. A file replaced by a newer one is deleted
-/// after `retiredFor`, so that a download in progress (which holds the file open)
-/// and a resumed one (`If-Range`) still find it.
+/// `retiredFor` after the newer one was published, so that a resumed download (`If-Range`)
+/// still finds it (one in progress holds the file open and needs no name): by every instance
+/// sharing the directory, when it adopts a file and every `sweepInterval`
+/// (`SnapshotDirectorySweep`), so that what a killed instance left is removed too.
 actor SnapshotFiles {
     struct Policy: Sendable {
         var rebuildRevisions: Int64
         var maxAge: Duration
         /// How long a replaced file stays for downloads that started on it.
         var retiredFor: Duration = .seconds(600)
+        /// How often the directory is swept besides when a file is adopted.
+        var sweepInterval: Duration { .seconds(min(60, max(1, retiredFor.seconds / 2))) }
         /// How often the head is read to decide on a rebuild (requests in between use the last reading).
         var headCheckInterval: Duration = .seconds(1)
     }
 
     private let catalog: SnapshotFileCatalog
+    /// Where this instance's builds write their scratch files (and its JSON spools go).
+    nonisolated let work: SnapshotWorkDirectory
     private let builder: SnapshotFileBuilder
-    private let policy: Policy
+    let policy: Policy
     private let head: @Sendable () async throws -> Int64
     /// The database's instance id (`revsync_head.instance`): files of other databases are never served.
     private let instance: @Sendable () async throws -> String
@@ -35,7 +41,6 @@ actor SnapshotFiles {
     private var current: SnapshotFileCatalog.File?
     private var builtAt: ContinuousClock.Instant?
     private var building: Task<SnapshotFileCatalog.File, any Error>?
-    private var retired: [(file: SnapshotFileCatalog.File, at: ContinuousClock.Instant)] = []
     private var lastHead: (value: Int64, at: ContinuousClock.Instant)?
     /// Builds finished, for tests and metrics.
     private(set) var builds = 0
@@ -46,6 +51,7 @@ actor SnapshotFiles {
     ) {
         self.instance = instance
         self.catalog = SnapshotFileCatalog(directory: directory)
+        self.work = SnapshotWorkDirectory(parent: directory)
         self.removeDirectoryAtEnd = removeDirectoryAtEnd
         self.builder = builder
         self.policy = policy
@@ -73,7 +79,25 @@ actor SnapshotFiles {
         guard let current else { return try await startBuild().value }
         // A head that cannot be read (PostgreSQL or Redis down) leaves the file served as it is.
         if building == nil, (try? await isStale(current)) == true { _ = startBuild() }
+        // Ahead of the database (restored from a backup): its records are not the database's, and a
+        // device that loaded it would hold revisions the server never gave. The rebuild is waited for.
+        if let head = lastHead?.value, current.revision > head, let building {
+            logger.notice("the snapshot file is ahead of the database's head: waiting for its rebuild", metadata: [
+                "revision": "\(current.revision)", "head": "\(head)",
+            ])
+            return try await building.value
+        }
         return current
+    }
+
+    /// Removes the replaced files whose time is up and the work directories of instances that are
+    /// gone (`SnapshotDirectorySweep`, `SnapshotWorkDirectory.removeAbandoned`).
+    func sweep() {
+        let removed = catalog.sweep(keepReplaced: policy.retiredFor)
+        let abandoned = SnapshotWorkDirectory.removeAbandoned(in: catalog.directory, keeping: work)
+        if !removed.isEmpty || abandoned > 0 {
+            logger.info("snapshot directory swept", metadata: ["files": "\(removed.count)", "workDirectories": "\(abandoned)"])
+        }
     }
 
     /// Builds a new file now (whatever the policy) and returns it once it serves.
@@ -96,10 +120,12 @@ actor SnapshotFiles {
         }
     }
 
-    /// Stops a build under way and, for a directory of the instance's own, removes it.
+    /// Stops a build under way, removes the work directory and, for a directory of the
+    /// instance's own, the directory.
     func shutdown() async {
         building?.cancel()
         _ = try? await building?.value
+        work.remove()
         if removeDirectoryAtEnd { try? FileManager.default.removeItem(atPath: catalog.directory) }
     }
 
@@ -136,15 +162,17 @@ actor SnapshotFiles {
 
     private func startBuild() -> Task<SnapshotFileCatalog.File, any Error> {
         if let building { return building }
-        let catalog = self.catalog, builder = self.builder, logger = self.logger
+        let catalog = self.catalog, builder = self.builder, logger = self.logger, work = self.work
         // Detached: the build reads and writes for seconds; the actor only records its outcome.
         let task: Task<SnapshotFileCatalog.File, any Error> = Task.detached {
             let started = ContinuousClock.now
-            let scratch = catalog.scratchPath()
+            var scratch: String?
             do {
+                let path = try catalog.scratchPath(in: work)
+                scratch = path
                 let version = builder.schema.version
-                let outcome = try await builder.build(at: scratch) { database, head in
-                    catalog.newest(database: database, schemaVersion: version).flatMap { $0.revision == head ? $0 : nil }
+                let outcome = try await builder.build(at: path) { database, head in
+                    catalog.files(database: database, schemaVersion: version).first { $0.revision == head }
                 }
                 switch outcome {
                 case .found(let file):
@@ -154,7 +182,7 @@ actor SnapshotFiles {
                     // Seconds of hashing and compressing at a million records: on NIO's blocking
                     // pool, not on one of the few threads every request's task runs on.
                     let file = try await NIOThreadPool.singleton.runIfActive {
-                        try catalog.publish(scratch: scratch, database: database, revision: meta.revision, schemaVersion: meta.schemaVersion)
+                        try catalog.publish(scratch: path, database: database, revision: meta.revision, schemaVersion: meta.schemaVersion)
                     }
                     logger.info("snapshot file built", metadata: [
                         "revision": "\(file.revision)", "records": "\(meta.records)", "bytes": "\(file.size)",
@@ -164,7 +192,7 @@ actor SnapshotFiles {
                     return file
                 }
             } catch {
-                try? FileManager.default.removeItem(atPath: scratch)
+                if let scratch { try? FileManager.default.removeItem(atPath: scratch) }
                 logger.warning("snapshot file build failed", metadata: ["error": "\(error)"])
                 await self.buildEnded()
                 throw error
@@ -182,14 +210,10 @@ actor SnapshotFiles {
     private func adopt(_ file: SnapshotFileCatalog.File, built: Bool = false) {
         building = nil
         if built { builds += 1 }
-        let now = ContinuousClock.now
-        if let current, current != file { retired.append((current, now)) }
         if current != file {
             current = file
-            builtAt = now
+            builtAt = ContinuousClock.now
         }
-        let keep = retired.filter { now - $0.at < policy.retiredFor }
-        for old in retired where now - old.at >= policy.retiredFor && old.file != current { catalog.remove(old.file) }
-        retired = keep
+        sweep()
     }
 }

@@ -12,7 +12,8 @@ import RevsyncGzip
 /// every pooled connection from `/sync`.
 struct SnapshotSpool: Sendable {
     let streamer: SnapshotStreamer
-    let directory: String
+    /// The instance's work directory (shared with the snapshot file's builds).
+    let work: SnapshotWorkDirectory
     let readers: ConcurrencyGate
 
     /// Writes the snapshot (gzip-compressed, or not) and returns the file's path and size;
@@ -23,8 +24,7 @@ struct SnapshotSpool: Sendable {
     }
 
     private func written(gzip: Bool) async throws -> (path: String, size: Int) {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let path = directory + "/snapshot-\(UUID().uuidString.lowercased())" + (gzip ? ".json.gz" : ".json")
+        let path = try work.path() + "/snapshot-\(UUID().uuidString.lowercased())" + (gzip ? ".json.gz" : ".json")
         guard FileManager.default.createFile(atPath: path, contents: nil), let output = FileHandle(forWritingAtPath: path) else {
             throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path])
         }
@@ -49,10 +49,5 @@ struct SnapshotSpool: Sendable {
             throw error
         }
         return (path, size)
-    }
-
-    /// Removes files of spools whose responses never ran (the server stopped mid-way).
-    func removeLeftovers() {
-        try? FileManager.default.removeItem(atPath: directory)
     }
 }

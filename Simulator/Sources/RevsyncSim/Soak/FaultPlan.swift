@@ -7,6 +7,7 @@ public enum FaultKind: String, Sendable, CaseIterable, Codable {
     case redisRestart = "redis_restart"
     case postgresRestart = "postgres_restart"
     case postgresRefuses = "postgres_refuses"
+    case snapshotRemoved = "snapshot_removed"
     case deviceCrash = "device_crash"
     case deviceJoin = "device_join"
     case deviceRestore = "device_restore"
@@ -14,7 +15,7 @@ public enum FaultKind: String, Sendable, CaseIterable, Codable {
     case deviceRoleDowngrade = "device_role_downgrade"
 
     /// The faults that hit the server side (switched on by `--faults`).
-    public static let serverSide: [FaultKind] = [.serverKill, .redisFlush, .redisRestart, .postgresRestart, .postgresRefuses]
+    public static let serverSide: [FaultKind] = [.serverKill, .redisFlush, .redisRestart, .postgresRestart, .postgresRefuses, .snapshotRemoved]
     /// The faults that hit one device's standing with the server (switched on by `--faults`).
     public static let deviceSide: [FaultKind] = [.deviceRestore, .deviceRevoke, .deviceRoleDowngrade]
     /// Everything `--faults` can name (and `all` switches on).
@@ -42,8 +43,8 @@ struct ScheduledFault: Sendable, Equatable {
 /// Each enabled server-side fault happens once in a short run and then again at
 /// its own period in long ones (kill every 5 minutes, Redis flush every 7,
 /// Redis restart every 11, PostgreSQL restart every 13, PostgreSQL refusing more
-/// connections for 30 s every 9), first at 35 %, 50 %, 65 %, 80 % and 50 % of the
-/// first period or of the run, whichever is shorter. The refusals fall clear of the
+/// connections for 30 s every 9, the snapshot files removed every 4), first at 35 %,
+/// 50 %, 65 %, 80 %, 50 % and 25 % of the first period or of the run, whichever is shorter. The refusals fall clear of the
 /// kills and restarts in runs of 10 and 30 minutes: their probes of `/ready` would
 /// otherwise meet a server or PostgreSQL that is down.
 /// Device crashes fall between 10 % and 90 % of the run, joins between 10 %
@@ -67,7 +68,7 @@ enum FaultPlan {
         var faults: [ScheduledFault] = []
         let periodic: [(FaultKind, Double, Double)] = [
             (.serverKill, 300, 0.35), (.redisFlush, 420, 0.50), (.redisRestart, 660, 0.65), (.postgresRestart, 780, 0.80),
-            (.postgresRefuses, 540, 0.50),
+            (.postgresRefuses, 540, 0.50), (.snapshotRemoved, 240, 0.25),
         ]
         for (kind, period, phase) in periodic where enabled.contains(kind) {
             var at = min(period, total) * phase

@@ -32,6 +32,9 @@ extension SoakRun {
                 note(fault.kind.rawValue, "instance \(index) (port \(fleet.configuration.ports[index])) killed with SIGKILL, "
                     + "down for \(format(fault.duration))")
                 try await fleet.kill(index)
+                let left = SnapshotDirectoryAudit.abandonedWorkDirectories(in: snapshotDirectory)
+                workDirectoriesLeftByKills.formUnion(left)
+                if !left.isEmpty { note("work_left", "\(left.count) work directories of the snapshot directory left unlocked; the others' sweep must remove them") }
                 try? await Task.sleep(for: fault.duration)
                 try await fleet.restart(index)
                 note("server_restart", "instance \(index) ready again")
@@ -48,6 +51,12 @@ extension SoakRun {
                 note("postgres_up", "PostgreSQL answers again")
             case .postgresRefuses:
                 try await refuseConnections(fleet: fleet, for: fault.duration)
+            case .snapshotRemoved:
+                let removed = SnapshotDirectoryAudit.removePublished(in: snapshotDirectory)
+                note(fault.kind.rawValue, removed > 0
+                    ? "\(removed) published snapshot files removed, as a cleaner of the temporary directory would; the next GET /snapshot "
+                        + "must find or build another, not answer 404"
+                    : "no published snapshot file to remove (none built since the last removal)")
             case .deviceCrash:
                 guard fault.target < devices.count else { return }
                 let device = devices[fault.target]

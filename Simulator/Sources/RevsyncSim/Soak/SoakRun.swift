@@ -38,6 +38,9 @@ public actor SoakRun {
     var revokedDevices: Set<Int> = []
     /// The probes of `/ready` asked while PostgreSQL refused the servers more connections.
     var refusalAnswers: [ReadinessAnswer] = []
+    /// Work directories found unlocked in the snapshot directory right after a kill: what the
+    /// killed instance left, which the others' sweep must remove.
+    var workDirectoriesLeftByKills: Set<String> = []
     var offlineNow: [Int: Bool] = [:]
     var progressShown = false
     var lastProgressPrint = ContinuousClock.now - .seconds(60)
@@ -56,6 +59,8 @@ public actor SoakRun {
         let startedAt = ISO8601DateFormatter().string(from: Date())
         let profile = try linkProfile()
         try FileManager.default.createDirectory(atPath: settings.runDirectory, withIntermediateDirectories: true)
+        // A run's database is new: files an earlier run left would be another database's, kept for good.
+        try? FileManager.default.removeItem(atPath: snapshotDirectory)
 
         say("seed \(settings.seed): \(settings.devices) devices (+\(settings.joining) joining), \(settings.link) link, "
             + "\(settings.instances) instance(s), \(Int(settings.workload.inSeconds)) s, run directory \(settings.runDirectory)")
@@ -268,6 +273,7 @@ public actor SoakRun {
             revoked: revoked, excusedRejections: excused, authorForms: authorForms)
         checks.append(VerdictChecks.splitRequests(splits.tally))
         if settings.effectiveFaults.contains(.postgresRefuses) { checks.append(VerdictChecks.servedWhileRefused(refusalAnswers)) }
+        checks.append(VerdictChecks.snapshotDirectory(SnapshotDirectoryAudit.read(snapshotDirectory), leftByKills: workDirectoriesLeftByKills))
         if !stuck.isEmpty {
             var details: [String] = []
             for index in stuck.prefix(5) {
@@ -307,11 +313,21 @@ public actor SoakRun {
         guard ports.count == settings.instances else {
             throw SoakError("\(settings.instances) instances need \(settings.instances) ports, got \(ports.count)")
         }
+        // One snapshot directory for every instance, as on a host that runs several: they build
+        // files once between them, and each sweeps what the others replaced or left when killed.
         let configuration = ServerFleetConfiguration(
             executable: settings.serverExecutable, ports: ports, databaseURL: databaseURL, redisURL: settings.redisURL,
-            adminToken: "soak-" + UUID().uuidString, schemaPath: settings.schemaPath, runDirectory: settings.runDirectory)
+            adminToken: "soak-" + UUID().uuidString, schemaPath: settings.schemaPath, runDirectory: settings.runDirectory,
+            extraEnvironment: [
+                "REVSYNC_SNAPSHOT_DIR": snapshotDirectory,
+                "REVSYNC_SNAPSHOT_KEEP_REPLACED_SECONDS": String(SnapshotDirectoryAudit.keepReplacedSeconds),
+                "REVSYNC_SNAPSHOT_MAX_AGE_SECONDS": String(SnapshotDirectoryAudit.maxAgeSeconds),
+            ])
         return ServerFleet(configuration: configuration, metrics: ServerFleet.scraper(for: configuration))
     }
+
+    /// The SQLite snapshot directory the instances share.
+    var snapshotDirectory: String { settings.runDirectory + "/snapshots" }
 
     func stackControl() -> StackControl {
         var stack = StackControl(

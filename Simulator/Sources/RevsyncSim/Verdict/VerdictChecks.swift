@@ -17,6 +17,27 @@ public enum VerdictChecks {
         public static let liveness = "liveness"
         public static let splitRequests = "split requests"
         public static let servedWhileRefused = "served while PostgreSQL refused"
+        public static let snapshotDirectory = "snapshot directory"
+    }
+
+    /// The snapshot directory the instances share holds no work directory of an instance that
+    /// is gone (`leftByKills`: those found unlocked right after a kill), and no replaced file
+    /// past its grace and a sweep.
+    public static func snapshotDirectory(_ audit: SnapshotDirectoryAudit, leftByKills: Set<String>) -> VerdictCheck {
+        let overdue = audit.overdue
+        let groups = Set(audit.published.map(\.group)).count
+        var detail = "\(audit.published.count) published files (\(groups) databases and schema versions), "
+            + "none replaced more than \(Int(SnapshotDirectoryAudit.overdueAfter)) s ago; "
+            + "\(audit.locked) work directories, all locked by running instances"
+        let stillLeft = leftByKills.intersection(audit.abandoned)
+        if !leftByKills.isEmpty { detail += "; \(leftByKills.count - stillLeft.count) of \(leftByKills.count) left by killed instances removed" }
+        var problems: [String] = []
+        if !overdue.isEmpty { problems.append("\(overdue.count) replaced files outstayed their grace: " + list(overdue)) }
+        if !audit.abandoned.isEmpty {
+            problems.append("\(audit.abandoned.count) work directories of instances that are gone were not removed: " + list(audit.abandoned))
+        }
+        guard problems.isEmpty else { return VerdictCheck(name: Name.snapshotDirectory, passed: false, detail: problems.joined(separator: "; ")) }
+        return VerdictCheck(name: Name.snapshotDirectory, passed: true, detail: detail)
     }
 
     /// Every probe of `/ready` asked while PostgreSQL refused the servers more connections
