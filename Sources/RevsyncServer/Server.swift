@@ -83,7 +83,7 @@ public struct Server: Sendable {
                 changeSets: changeSets, changeLog: changeLog, records: PostgresRecordStore(database: database, schema: schema),
                 schema: schema, limits: settings.limits, metrics: metrics,
                 commitBatchSize: settings.commitBatchSize, commitBatchWait: settings.commitBatchWait,
-                longPoll: LongPoll(waiters: waiters, maxWait: settings.maxWait, inFlight: inFlight)),
+                longPoll: LongPoll(waiters: waiters, maxWait: settings.maxWait, inFlight: inFlight, logger: logger)),
             perDevice: DeviceRequestCount(limit: settings.maxRequestsPerDevice))
         let ownDirectory = settings.snapshotDirectory == nil
         let directory = settings.snapshotDirectory

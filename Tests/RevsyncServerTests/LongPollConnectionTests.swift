@@ -113,6 +113,31 @@ import Testing
         }
     }
 
+    /// A woken request whose catch-up fails for a reason nobody planned for (here the head's table
+    /// renamed under the server) is answered `500` from its connection, past the middleware that
+    /// logs every other request's failure: it is logged with its cause, and the answer says where.
+    @Test func aWokenRequestThatFailsIsLoggedWithItsCause() async throws {
+        let log = CapturedLog()
+        try await withLiveServer(configure: { $0.redisURL = nil }, logger: log.logger) { live in
+            let (phone, token) = try await live.server.devices.register(name: "reader", user: "reader", role: "viewer")
+            let connection = try RawConnection(port: try #require(live.baseURL.port))
+            connection.send(Self.request(token: token, wait: 60))
+            try await eventually("the request waiting") { live.server.waiters.count == 1 }
+            let logger = Logger(label: "revsync.tests.rename")
+            try await live.server.database.withConnection { try await $0.run("ALTER TABLE revsync_head RENAME TO revsync_head_away", logger) }
+            live.server.waiters.advance(to: 1)
+            let (text, _) = await connection.readUntilClosed(timeout: .seconds(20), orUntil: "}")
+            try await live.server.database.withConnection { try await $0.run("ALTER TABLE revsync_head_away RENAME TO revsync_head", logger) }
+            #expect(text.hasPrefix("HTTP/1.1 500"), "\(text.prefix(200))")
+            #expect(text.contains(#""error":"internal""#) && text.contains(phone.publicId))
+            let logged = log.all.filter { $0.message == "a woken request's catch-up failed" }
+            #expect(logged.count == 1)
+            #expect(logged.first?.level == .error)
+            #expect(logged.first?.metadata["device"] == phone.publicId)
+            #expect(logged.first?.metadata["error"]?.contains("revsync_head") == true, "\(logged.first?.metadata ?? [:])")
+        }
+    }
+
     /// An error after the wake-up (the device was revoked meanwhile) is the answer, as the contract's error body.
     @Test func aDeviceRevokedWhileItsConnectionHoldsItIsRefused() async throws {
         try await withLiveServer { live in

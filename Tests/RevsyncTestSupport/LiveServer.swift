@@ -19,9 +19,11 @@ public struct LiveServer: Sendable {
 }
 
 /// Runs `body` against a real server on a free loopback port and a fresh database,
-/// with the Redis cache on (the stack's Redis, or REVSYNC_TEST_REDIS_URL).
+/// with the Redis cache on (the stack's Redis, or REVSYNC_TEST_REDIS_URL). The server logs at
+/// `warning` and up, to `logger` if given (`CapturedLog` reads what it logged).
 public func withLiveServer<T: Sendable>(
     configure: (inout ServerSettings) -> Void = { _ in },
+    logger given: Logger? = nil,
     _ body: @Sendable (LiveServer) async throws -> T
 ) async throws -> T {
     try await TestDatabase.withNew(migrated: true) { url in
@@ -32,7 +34,7 @@ public func withLiveServer<T: Sendable>(
         // port), and the test would then talk to whatever held it.
         settings.port = 0
         configure(&settings)
-        var logger = Logger(label: "revsync.tests.live")
+        var logger = given ?? Logger(label: "revsync.tests.live")
         logger.logLevel = .warning
         let server = try Server(settings: settings, logger: logger)
         let listening = ListeningPort()

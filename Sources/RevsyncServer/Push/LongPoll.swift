@@ -1,3 +1,5 @@
+import Logging
+
 /// What a `/sync` request that may wait (long-poll) needs from its instance.
 package struct LongPoll: Sendable {
     package let waiters: CommitWaiters
@@ -7,16 +9,17 @@ package struct LongPoll: Sendable {
     /// it holds nothing the limit protects (no connection lease, no buffer, no CPU).
     let inFlight: BoundedCount?
     let shared = SharedCatchUp()
-    let woken = WokenSyncs()
+    let woken: WokenSyncs
 
-    package init(waiters: CommitWaiters, maxWait: Duration) {
-        self.init(waiters: waiters, maxWait: maxWait, inFlight: nil)
+    package init(waiters: CommitWaiters, maxWait: Duration, logger: Logger) {
+        self.init(waiters: waiters, maxWait: maxWait, inFlight: nil, logger: logger)
     }
 
-    init(waiters: CommitWaiters, maxWait: Duration, inFlight: BoundedCount?) {
+    init(waiters: CommitWaiters, maxWait: Duration, inFlight: BoundedCount?, logger: Logger) {
         self.waiters = waiters
         self.maxWait = maxWait
         self.inFlight = inFlight
+        self.woken = WokenSyncs(logger: logger)
     }
 
     /// The wait granted for a request's `wait` (seconds, already checked to be 0 or more).

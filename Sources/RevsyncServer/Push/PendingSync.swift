@@ -131,7 +131,7 @@ package final class PendingSync: Sendable {
             service.metrics.recordCatchUp(changeSets: page.entries.count, source: page.source, duration: now - wokenAt)
             deliver(.success(service.respond(page, maxRevision: maxRevision, acks: [], correctives: [], gzip: gzip)))
         } catch {
-            deliver(.failure(error))
+            deliver(.failure(longPoll.woken.failed(error, device: device)))
         }
     }
 
