@@ -62,5 +62,14 @@ import Testing
         let summary = later.summary(device: "D1")
         #expect(summary?.accepted == 1 && summary?.refused == 1 && summary?.other == 2 && summary?.acceptedWithinBound == 0)
         #expect(summary?.firstAccepted?.hasPrefix("/snapshot answered 200, sent 5.") == true)
+
+        // A rotated token: once the device was given the new one, its requests are not the old token's.
+        let rotated = RevocationWatch()
+        rotated.revoked(at: .now - .seconds(5))
+        rotated.record(exchange(401))
+        rotated.replaced(at: .now - .seconds(1))
+        rotated.record(exchange(200, took: .milliseconds(10)))  // sent after the new token was given
+        rotated.record(exchange(200, took: .seconds(2)))  // sent with the old one, 3 s after the rotation
+        #expect(rotated.summary(device: "d2").map { [$0.refused, $0.accepted] } == [1, 1])
     }
 }

@@ -59,8 +59,8 @@ import Testing
         #expect(a == plan(4))
         #expect(a != plan(5))
         let deviceSide = a.filter { FaultKind.deviceSide.contains($0.kind) }
-        #expect(deviceSide.map(\.kind).sorted { $0.rawValue < $1.rawValue } == [.deviceRestore, .deviceRevoke, .deviceRoleDowngrade])
-        #expect(Set(deviceSide.map(\.target)).count == 3, "one device each: \(deviceSide)")
+        #expect(deviceSide.map(\.kind).sorted { $0.rawValue < $1.rawValue } == [.deviceRestore, .deviceRevoke, .deviceRoleDowngrade, .deviceRotate])
+        #expect(Set(deviceSide.map(\.target)).count == 4, "one device each: \(deviceSide)")
         #expect(deviceSide.allSatisfy { (0..<50).contains($0.target) })
         // A device no crash hits, while there are such devices.
         let crashed = Set(a.filter { $0.kind == .deviceCrash }.map(\.target))
@@ -74,6 +74,9 @@ import Testing
             #expect(restore.map { $0.duration >= .seconds(9) && $0.at + $0.duration <= .seconds(42) } == true, "seed \(seed)")
             let revoke = plan(seed).first { $0.kind == .deviceRevoke }
             #expect(revoke.map { $0.at >= .seconds(18) && $0.at <= .seconds(36) } == true, "seed \(seed)")
+            let rotate = plan(seed).first { $0.kind == .deviceRotate }
+            #expect(rotate.map { $0.at >= .seconds(21) && $0.at <= .seconds(39) } == true, "seed \(seed)")
+            #expect(rotate.map { $0.duration >= .seconds(3) && $0.duration <= .seconds(8) } == true, "seed \(seed): the new token given later")
         }
     }
 
@@ -83,7 +86,7 @@ import Testing
         let with = FaultPlan.make(
             workload: .seconds(120), faults: server.union(FaultKind.deviceSide), instances: 2, devices: 50, joining: 5, crashes: 10, seed: 7)
         #expect(with.filter { !FaultKind.deviceSide.contains($0.kind) } == without)
-        #expect(with.count == without.count + 3)
+        #expect(with.count == without.count + 4)
     }
 
     @Test func aLongRunRepeatsDeviceSideFaultsOnOtherDevices() {
@@ -93,6 +96,7 @@ import Testing
         #expect(count(.deviceRestore) == 5)
         #expect(count(.deviceRevoke) == 3)
         #expect((3...4).contains(count(.deviceRoleDowngrade)))
+        #expect(count(.deviceRotate) == 4)
         let targets = plan.map(\.target)
         #expect(Set(targets).count == targets.count)
         #expect(plan.allSatisfy { $0.at < .seconds(1620) })
@@ -101,7 +105,8 @@ import Testing
     @Test func aFewDevicesStillGetEveryDeviceSideFault() {
         let plan = FaultPlan.make(workload: .seconds(60), faults: Set(FaultKind.deviceSide), instances: 1, devices: 3, joining: 0, crashes: 3, seed: 1)
             .filter { $0.kind != .deviceCrash }
-        #expect(plan.count == 3)
+        #expect(plan.count == 3, "no rotation: it would share a device")
+        #expect(!plan.contains { $0.kind == .deviceRotate })
         #expect(plan.first { $0.kind == .deviceRoleDowngrade }.map { DeviceRole.of($0.target) } == DeviceRole.member)
         #expect(FaultPlan.make(workload: .seconds(60), faults: Set(FaultKind.deviceSide), instances: 1, devices: 0, joining: 0, crashes: 0, seed: 1).isEmpty)
     }
@@ -112,7 +117,7 @@ import Testing
         #expect(try FaultSelection.parse("all") == Set(FaultKind.switchable))
         #expect(Set(FaultKind.switchable) == [
             .serverKill, .redisFlush, .redisRestart, .postgresRestart, .postgresRefuses, .snapshotRemoved, .deviceRestore, .deviceRevoke,
-            .deviceRoleDowngrade,
+            .deviceRoleDowngrade, .deviceRotate,
         ])
         #expect(try FaultSelection.parse("none").isEmpty)
         #expect(try FaultSelection.parse("") .isEmpty)
@@ -123,7 +128,7 @@ import Testing
             == [.serverKill, .deviceRestore, .deviceRevoke, .deviceRoleDowngrade])
         #expect(FaultKind.deviceRoleDowngrade.optionName == "device-role-downgrade")
         let error = #expect(throws: SoakError.self) { try FaultSelection.parse("device-crash") }
-        #expect(error?.description.contains("device-restore, device-revoke, device-role-downgrade, all or none") == true)
+        #expect(error?.description.contains("device-restore, device-revoke, device-role-downgrade, device-rotate, all or none") == true)
     }
 }
 

@@ -54,4 +54,15 @@ extension VerdictTests {
             detail: "1 of 2 rejections delivered, 1 excused (pending on revoked devices or lost with a restore)"))
         #expect(!VerdictChecks.rejectionsDelivered(rejections, delivered: delivered).passed)
     }
+
+    @Test func rotatedTokensPassOnlyWhenEveryOldTokenWasRefused() {
+        #expect(!VerdictChecks.rotatedTokens([]).passed, "the rotation did not happen")
+        let refused = RevokedDevice(device: "d1", accepted: 0, refused: 3, other: 1)
+        let check = VerdictChecks.rotatedTokens([refused])
+        #expect(check.passed)
+        #expect(check.detail.contains("3 requests with the old token refused with 401"))
+        let accepted = VerdictChecks.rotatedTokens([refused, RevokedDevice(device: "d2", accepted: 1, refused: 0, other: 0, firstAccepted: "/sync answered 200")])
+        #expect(!accepted.passed)
+        #expect(accepted.detail.contains("d2"))
+    }
 }

@@ -2,7 +2,8 @@ import Foundation
 import RevsyncDevice
 import Synchronization
 
-/// Watches the answers a device's token gets once the device has been revoked.
+/// Watches the answers a device's token gets once the device has been revoked, or once its
+/// token was rotated and until the device was given the new one (`replaced(at:)`).
 /// Fed by `HTTPSyncTransport`'s observer (any task), told of the revocation by the run.
 final class RevocationWatch: Sendable {
     /// The contract: a revocation reaches every server instance within one second.
@@ -10,6 +11,8 @@ final class RevocationWatch: Sendable {
 
     private struct State {
         var revokedAt: ContinuousClock.Instant?
+        /// The device was given a new token: what it sends from then on is not the old token's.
+        var replacedAt: ContinuousClock.Instant?
         var accepted = 0
         var refused = 0
         var other = 0
@@ -24,13 +27,18 @@ final class RevocationWatch: Sendable {
         state.withLock { $0.revokedAt = instant }
     }
 
-    var isRevoked: Bool { state.withLock { $0.revokedAt != nil } }
+    /// The device was given its new token at `instant` (before its engine took it: whatever it
+    /// sends from then on may carry either token, and is not counted).
+    func replaced(at instant: ContinuousClock.Instant) {
+        state.withLock { $0.replacedAt = instant }
+    }
 
-    /// Records one finished exchange; before the revocation it is ignored.
+    /// Records one finished exchange; before the revocation, or once the token was replaced, it is ignored.
     func record(_ exchange: HTTPExchange) {
         let sent = ContinuousClock.now - exchange.duration
         state.withLock { state in
             guard let revokedAt = state.revokedAt, sent >= revokedAt else { return }
+            if let replacedAt = state.replacedAt, sent >= replacedAt { return }
             let accepted = exchange.status.map { (200..<300).contains($0) } ?? false
             guard sent >= revokedAt + Self.propagationBound else {
                 if accepted { state.acceptedWithinBound += 1 }

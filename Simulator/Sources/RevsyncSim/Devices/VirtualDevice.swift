@@ -189,6 +189,12 @@ actor VirtualDevice {
         }
     }
 
+    /// Gives the engine a new token, as an app does once its user signs in again after the
+    /// device's token was rotated; between engine replacements, like them.
+    func useToken(_ token: String) async throws {
+        try await replacingEngine { try await self.engine.useToken(token, deviceId: self.deviceId) }
+    }
+
     /// Runs `body` with the loops stopped (syncing and, if it was on, working), one
     /// engine replacement at a time, and starts them again after it, even if it throws.
     func replacingEngine<T: Sendable>(_ body: () async throws -> T) async throws -> T {

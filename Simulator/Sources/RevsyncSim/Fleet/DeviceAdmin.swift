@@ -22,6 +22,14 @@ struct DeviceAdmin: Sendable {
         throw SoakError("DELETE /devices/\(deviceId) answered \(status): \(body)")
     }
 
+    /// `POST /devices/{id}/token`: the device's new token; from its answer on, the old one must be
+    /// refused. A retry after a lost answer rotates again, and its token is the one that counts.
+    func rotate(_ deviceId: String) async throws -> RegisteredDevice {
+        let (status, body, _) = try await send(.post, "/devices/\(deviceId)/token")
+        guard status == 200 || status == 201 else { throw SoakError("POST /devices/\(deviceId)/token answered \(status): \(body)") }
+        return try decode(RegisteredDevice.self, body, "POST /devices/\(deviceId)/token")
+    }
+
     /// `PATCH /devices/{id}` with `{"role": role}`.
     @discardableResult
     func setRole(_ deviceId: String, to role: String) async throws -> DeviceInfo {
@@ -47,7 +55,7 @@ struct DeviceAdmin: Sendable {
 
     /// The status and body of the first answer that is not a 5xx, and whether it took more than one try.
     private enum Method: String {
-        case get = "GET", delete = "DELETE", patch = "PATCH"
+        case get = "GET", delete = "DELETE", patch = "PATCH", post = "POST"
     }
 
     private func send(_ method: Method, _ path: String, body: Data? = nil) async throws -> (Int, String, Bool) {
@@ -61,6 +69,7 @@ struct DeviceAdmin: Sendable {
             case .get: request.method = .GET
             case .delete: request.method = .DELETE
             case .patch: request.method = .PATCH
+            case .post: request.method = .POST
             }
             request.headers.add(name: "Authorization", value: "Bearer \(adminToken)")
             if let body {

@@ -13,11 +13,12 @@ public enum FaultKind: String, Sendable, CaseIterable, Codable {
     case deviceRestore = "device_restore"
     case deviceRevoke = "device_revoke"
     case deviceRoleDowngrade = "device_role_downgrade"
+    case deviceRotate = "device_rotate"
 
     /// The faults that hit the server side (switched on by `--faults`).
     public static let serverSide: [FaultKind] = [.serverKill, .redisFlush, .redisRestart, .postgresRestart, .postgresRefuses, .snapshotRemoved]
     /// The faults that hit one device's standing with the server (switched on by `--faults`).
-    public static let deviceSide: [FaultKind] = [.deviceRestore, .deviceRevoke, .deviceRoleDowngrade]
+    public static let deviceSide: [FaultKind] = [.deviceRestore, .deviceRevoke, .deviceRoleDowngrade, .deviceRotate]
     /// Everything `--faults` can name (and `all` switches on).
     public static let switchable: [FaultKind] = serverSide + deviceSide
 
@@ -33,7 +34,8 @@ struct ScheduledFault: Sendable, Equatable {
     var target: Int
     /// How long a killed server stays down before it is started again; how long a
     /// restored device keeps working between the copy of its file and the restore; how long
-    /// PostgreSQL refuses the servers more connections.
+    /// PostgreSQL refuses the servers more connections; how long a device whose token was
+    /// rotated keeps using the old one before its app is given the new one.
     var duration: Duration
 }
 
@@ -53,7 +55,8 @@ struct ScheduledFault: Sendable, Equatable {
 /// Device-side faults work the same way, at a random point of a window of the
 /// first period or of the run: a restore every 6 minutes (the copy at 20–45 %,
 /// the restore 15–25 % of the window later), a revocation every 10 (at 30–60 %),
-/// a role downgrade every 8 (at 25–55 %). Each picks a device no other
+/// a role downgrade every 8 (at 25–55 %), a token rotation every 7 (at 35–65 %, the
+/// device given its new token 3–8 s later). Each picks a device no other
 /// device-side fault and, while there are others, no crash picked; a downgrade
 /// picks a member (every tenth device is an admin).
 enum FaultPlan {
@@ -100,6 +103,7 @@ enum FaultPlan {
         // (kind, period, window start, window width): all as fractions of the first period or the run.
         let periodic: [(FaultKind, Double, Double, Double)] = [
             (.deviceRestore, 360, 0.20, 0.25), (.deviceRevoke, 600, 0.30, 0.30), (.deviceRoleDowngrade, 480, 0.25, 0.30),
+            (.deviceRotate, 420, 0.35, 0.30),
         ]
         var taken: Set<Int> = []
         var faults: [ScheduledFault] = []
@@ -110,11 +114,13 @@ enum FaultPlan {
                 let candidates = (0..<devices).filter { kind != .deviceRoleDowngrade || DeviceRole.of($0) == DeviceRole.member }
                 let free = candidates.filter { !taken.contains($0) }
                 let preferred = free.filter { !crashed.contains($0) }
-                let pool = !preferred.isEmpty ? preferred : !free.isEmpty ? free : candidates
+                // A rotation never shares its device: a restore would put the old token back, a revocation refuses it.
+                let pool = !preferred.isEmpty ? preferred : !free.isEmpty ? free : kind == .deviceRotate ? [] : candidates
                 guard !pool.isEmpty else { break }
                 let target = pool[Int(random.next() % UInt64(pool.count))]
                 taken.insert(target)
-                let span = kind == .deviceRestore ? window * (0.15 + 0.10 * random.nextUnit()) : 0
+                let span =
+                    kind == .deviceRestore ? window * (0.15 + 0.10 * random.nextUnit()) : kind == .deviceRotate ? 3 + 5 * random.nextUnit() : 0
                 faults.append(ScheduledFault(at: .seconds(at), kind: kind, target: target, duration: .seconds(span)))
                 at += period
             }

@@ -74,6 +74,9 @@ extension SoakRun {
             case .deviceRevoke:
                 guard fault.target < devices.count else { return }
                 try await revoke(fault.target, fleet: fleet, adminToken: adminToken)
+            case .deviceRotate:
+                guard fault.target < devices.count else { return }
+                try await rotate(fault.target, fleet: fleet, adminToken: adminToken, renewedAfter: fault.duration)
             case .deviceRoleDowngrade:
                 guard fault.target < devices.count else { return }
                 let device = devices[fault.target]
@@ -116,6 +119,24 @@ extension SoakRun {
         revokedDevices.insert(index)
         note(FaultKind.deviceRevoke.rawValue, "\(device.plan.name) revoked on instance \((index + 1) % fleet.count); "
             + "it keeps working, every request of its token must get 401 and nothing it sends may be committed")
+    }
+
+    /// Rotates the device's token on another instance than its own (when there are several), so
+    /// that the old token's refusal must travel; the device keeps the old token for `span`, as
+    /// until its user signs in again, then is given the new one and must converge.
+    private func rotate(_ index: Int, fleet: ServerFleet, adminToken: String, renewedAfter span: Duration) async throws {
+        let device = devices[index]
+        let renewed = try await admin(for: index, fleet: fleet, adminToken: adminToken).rotate(device.deviceId)
+        device.revocation.revoked(at: .now)
+        rotatedDevices.insert(index)
+        visibility.setAbsent(.revoked, true, device: device.plan.index)
+        note(FaultKind.deviceRotate.rawValue, "\(device.plan.name)'s token rotated on instance \((index + 1) % fleet.count); it keeps "
+            + "the old one for \(format(span)), whose requests must get 401, then is given the new one")
+        try? await Task.sleep(for: span)
+        device.revocation.replaced(at: .now)
+        try await device.useToken(renewed.token)
+        visibility.setAbsent(.revoked, false, device: device.plan.index)
+        note("device_token_renewed", "\(device.plan.name) was given its new token; it must converge")
     }
 
     /// The admin endpoints on the instance after the device's own.

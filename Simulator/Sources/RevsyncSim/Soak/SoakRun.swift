@@ -36,6 +36,8 @@ public actor SoakRun {
     var injectionFailures: [String] = []
     /// Devices (by index) the run revoked: they cannot converge, so the drain and the comparison leave them out.
     var revokedDevices: Set<Int> = []
+    /// Devices (by index) whose token the run rotated: their old token's answers are checked apart.
+    var rotatedDevices: Set<Int> = []
     /// The probes of `/ready` asked while PostgreSQL refused the servers more connections.
     var refusalAnswers: [ReadinessAnswer] = []
     /// Work directories found unlocked in the snapshot directory right after a kill: what the
@@ -254,16 +256,19 @@ public actor SoakRun {
         var content: [AcknowledgedChangeSet] = []
         var regressions: [RevisionRegression] = []
         var revoked: [RevokedDevice] = []
+        var rotated: [RevokedDevice] = []
         var excused: Set<ChangeSetRef> = []
         var authorForms: [String: [Int64]] = [:]
-        for device in devices {
+        for (index, device) in devices.enumerated() {
             for seq in await device.acknowledgedSeqs { acknowledged.insert(ChangeSetRef(device: device.deviceId, seq: seq)) }
             content += device.ledger.acknowledged(by: device.deviceId)
             authorForms[device.deviceId, default: []] += device.ledger.authorFormRevisions
             for (from, to) in await device.regressions {
                 regressions.append(RevisionRegression(device: device.deviceId, from: from, to: to))
             }
-            if let summary = device.revocation.summary(device: device.deviceId) { revoked.append(summary) }
+            if let summary = device.revocation.summary(device: device.deviceId) {
+                if rotatedDevices.contains(index) { rotated.append(summary) } else { revoked.append(summary) }
+            }
             for seq in await device.excusedRejectionSeqs { excused.insert(ChangeSetRef(device: device.deviceId, seq: seq)) }
         }
         var engines: [any VerdictDevice] = []
@@ -273,6 +278,7 @@ public actor SoakRun {
             revoked: revoked, excusedRejections: excused, authorForms: authorForms)
         checks.append(VerdictChecks.splitRequests(splits.tally))
         if settings.effectiveFaults.contains(.postgresRefuses) { checks.append(VerdictChecks.servedWhileRefused(refusalAnswers)) }
+        if settings.effectiveFaults.contains(.deviceRotate) { checks.append(VerdictChecks.rotatedTokens(rotated)) }
         checks.append(VerdictChecks.snapshotDirectory(SnapshotDirectoryAudit.read(snapshotDirectory), leftByKills: workDirectoriesLeftByKills))
         if !stuck.isEmpty {
             var details: [String] = []

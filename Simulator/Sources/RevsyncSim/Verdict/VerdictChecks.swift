@@ -18,6 +18,27 @@ public enum VerdictChecks {
         public static let splitRequests = "split requests"
         public static let servedWhileRefused = "served while PostgreSQL refused"
         public static let snapshotDirectory = "snapshot directory"
+        public static let rotatedTokens = "rotated tokens"
+    }
+
+    /// For every device whose token the run rotated: no request it sent with its old token
+    /// once the rotation had had one second to reach every instance got a 2xx answer, until
+    /// it was given the new one (that it then converges, the other checks say).
+    public static func rotatedTokens(_ devices: [RevokedDevice]) -> VerdictCheck {
+        guard !devices.isEmpty else {
+            return VerdictCheck(name: Name.rotatedTokens, passed: false, detail: "no token was rotated: the rotation did not happen")
+        }
+        let accepted = devices.filter { $0.accepted > 0 }
+        guard accepted.isEmpty else {
+            return VerdictCheck(
+                name: Name.rotatedTokens, passed: false,
+                detail: "\(accepted.count) rotated devices' old tokens got 2xx answers: " + list(accepted))
+        }
+        let refused = devices.reduce(0) { $0 + $1.refused }
+        let other = devices.reduce(0) { $0 + $1.other }
+        var detail = "\(devices.count) devices' tokens rotated: \(refused) requests with the old token refused with 401"
+        if other > 0 { detail += ", \(other) unanswered or other errors" }
+        return VerdictCheck(name: Name.rotatedTokens, passed: true, detail: detail + ", none accepted, until each was given its new token")
     }
 
     /// The snapshot directory the instances share holds no work directory of an instance that
