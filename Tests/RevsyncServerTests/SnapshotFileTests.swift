@@ -261,6 +261,25 @@ import Testing
         }
     }
 
+    /// A build PostgreSQL refuses for good (a table renamed by hand) is a server error, as the
+    /// JSON snapshot's read is: not a 503 that devices retry for ever, its message hiding
+    /// PostgreSQL's (a `PSQLError` prints a generic description).
+    @Test func aBuildThatPostgreSQLRefusesForGoodIsAServerError() async throws {
+        try await withTestServer { harness in
+            let admin = try await harness.register("admin", name: "admin")
+            _ = try await harness.seedBasics(admin)
+            _ = try await harness.rows("ALTER TABLE notes RENAME TO notes_away")
+            let (status, headers, body) = try await Self.fetch(harness, admin)
+            #expect(status == .internalServerError, "\(String(buffer: body))")
+            #expect(headers[.retryAfter] == nil)
+            let json = try await harness.client.execute(
+                uri: "/snapshot", method: .get, headers: [.authorization: "Bearer \(admin.token)"], body: nil) { $0.status }
+            #expect(json == .internalServerError)
+            _ = try await harness.rows("ALTER TABLE notes_away RENAME TO notes")
+            #expect(try await Self.fetch(harness, admin).0 == .ok)
+        }
+    }
+
     @Test func requestsShareOneBuildAndTheOldFileIsServedWhileTheNextIsBuilt() async throws {
         try await withTestServer(configure: { $0.snapshotRebuildRevisions = 2 }) { harness in
             let admin = try await harness.register("admin", name: "admin")

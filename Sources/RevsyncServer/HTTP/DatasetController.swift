@@ -84,9 +84,15 @@ struct DatasetController<Context: RequestContext>: Sendable {
             file = try await files.file()
         } catch let error as StoreError {
             throw SyncError(error)
+        } catch let error as PSQLError {
+            // What `Database` did not map to 503 is not a passing state of PostgreSQL (a table
+            // missing, a column of another type): a 500 logged with PostgreSQL's own message, as
+            // the JSON snapshot answers it, not a 503 retried for good whose message hides it.
+            throw error
         } catch is CancellationError {
             throw CancellationError()
         } catch {
+            // The directory: full, read-only, out of file descriptors. The operator's to mend, and worth a retry.
             throw SyncError.unavailable("the snapshot file could not be built: \(error)")
         }
         let gzip = Gzip.accepted(request.headers[.acceptEncoding]) && file.gzipSize != nil
