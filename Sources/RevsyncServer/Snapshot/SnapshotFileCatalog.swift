@@ -59,7 +59,7 @@ struct SnapshotFileCatalog: Sendable {
     /// rebuilt at its lower revisions win over the ones it had.
     func newest(database: String, schemaVersion: Int) -> File? {
         let published = files(database: database, schemaVersion: schemaVersion).map { file in
-            (file: file, modified: SnapshotWorkDirectory.modification(of: file.path) ?? .distantPast)
+            (file: file, modified: Self.modification(of: file.path) ?? .distantPast)
         }
         return published.max { ($0.modified, $0.file.revision) < ($1.modified, $1.file.revision) }?.file
     }
@@ -72,12 +72,18 @@ struct SnapshotFileCatalog: Sendable {
         }
     }
 
+    /// When the file or directory at `path` was last modified (for a published file, about when
+    /// it was published: renaming it into place keeps its time); nil when there is none.
+    static func modification(of path: String) -> Date? {
+        (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date
+    }
+
     /// Removes what `SnapshotDirectorySweep` finds replaced or left over; returns the names removed.
     @discardableResult
     func sweep(keepReplaced: Duration, now: Date = Date()) -> [String] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         let entries = names.compactMap { name in
-            SnapshotWorkDirectory.modification(of: directory + "/" + name).map { SnapshotDirectorySweep.Entry(name: name, modified: $0) }
+            Self.modification(of: directory + "/" + name).map { SnapshotDirectorySweep.Entry(name: name, modified: $0) }
         }
         return SnapshotDirectorySweep(keepReplaced: keepReplaced).removals(entries, now: now).filter { name in
             (try? FileManager.default.removeItem(atPath: directory + "/" + name)) != nil

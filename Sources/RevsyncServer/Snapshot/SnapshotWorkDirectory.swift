@@ -88,15 +88,11 @@ final class SnapshotWorkDirectory: Sendable {
                 defer { close(lock) }
                 guard flock(lock, LOCK_EX | LOCK_NB) == 0 else { continue }  // its instance runs
                 if (try? FileManager.default.removeItem(atPath: path)) != nil { removed += 1 }
-            } else if name.hasPrefix(pendingPrefix), let modified = modification(of: path), now.timeIntervalSince(modified) >= pendingFor.seconds {
+            } else if name.hasPrefix(pendingPrefix), let modified = SnapshotFileCatalog.modification(of: path), now.timeIntervalSince(modified) >= pendingFor.seconds {
                 if (try? FileManager.default.removeItem(atPath: path)) != nil { removed += 1 }
             }
         }
         return removed
-    }
-
-    static func modification(of path: String) -> Date? {
-        (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date
     }
 
     private static func failure(_ what: String, _ path: String) -> CocoaError {
