@@ -394,6 +394,23 @@ struct SyncEngineTests {
         #expect(synced.records.deleted["leagues"] == [league])
     }
 
+    /// During a rolling schema upgrade the schema a device is given may lag the answers it gets
+    /// (an instance not upgraded yet gave it): `run()` retries until they agree instead of
+    /// stopping (here in the bootstrap, whose snapshot names an attribute the schema given lacks).
+    @Test func runRetriesWhileTheSchemaLagsTheAnswers() async throws {
+        let harness = try await EngineHarness()
+        var stale = TestSchema.document()
+        stale.entities[1].attributes.removeAll { $0.name == "city" }  // teams, whose seeded record has a city
+        await harness.server.serveStaleSchema(stale, calls: 2)
+        let device = try await harness.device("a", configure: { $0.pollInterval = .milliseconds(20) })
+        let loop = Task { try await device.run() }
+        try await waitUntil { try await device.status().bootstrapped }
+        #expect(try await device.records("teams").first?["city"] == "Leeds")
+        loop.cancel()
+        try await loop.value
+        try await harness.expectConverged(device)
+    }
+
     @Test func runSyncsLocalChangesUntilCancelled() async throws {
         let harness = try await EngineHarness()
         var configuration = harness.configuration()

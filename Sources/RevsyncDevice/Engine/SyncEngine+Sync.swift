@@ -66,6 +66,15 @@ extension SyncEngine {
                     logger.warning("server left change sets unanswered; will resend", metadata: ["seqs": "\(seqs)"])
                     try? await configuration.sleep(configuration.retry.delay(forAttempt: failures, jitter: configuration.random()))
                     continue
+                } catch DeviceError.unknownNamesInResponse(let names) {
+                    // A rolling schema upgrade: an upgraded instance answered, one not upgraded yet gave
+                    // the schema. Nothing was applied; the next round asks again and they agree.
+                    failures += 1
+                    logger.warning("the server's schema lacks names its answer used (a schema upgrade under way?); will retry", metadata: [
+                        "names": "\(names.joined(separator: ", "))", "failures": "\(failures)",
+                    ])
+                    try? await configuration.sleep(configuration.retry.delay(forAttempt: failures, jitter: configuration.random()))
+                    continue
                 } catch DeviceError.closed {
                     return
                 }
@@ -92,6 +101,13 @@ extension SyncEngine {
                 return
             } catch DeviceError.closed {
                 return
+            } catch DeviceError.unknownNamesInResponse(let names) {
+                // As in a round: a schema upgrade under way; nothing was applied, and the next round asks again.
+                longPollFailures += 1
+                logger.warning("the server's schema lacks names a long-poll's answer used (a schema upgrade under way?); will retry", metadata: [
+                    "names": "\(names.joined(separator: ", "))", "failures": "\(longPollFailures)",
+                ])
+                try? await configuration.sleep(configuration.retry.delay(forAttempt: longPollFailures, jitter: configuration.random()))
             } catch let error as SyncTransportError where error.isRetryable {
                 // Counted apart from rounds: a round succeeding in between must not reset the backoff
                 // of a long-poll that keeps failing (a proxy that cuts held requests, say).

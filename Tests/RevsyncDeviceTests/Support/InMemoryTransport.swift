@@ -33,6 +33,8 @@ actor InMemoryTransport: SyncTransport {
     /// (off: the engine must find it by probing).
     private var namesFirstReusedSeq = true
     private var seedSeq: Int64 = 0
+    /// `GET /schema` answered with an older document, as by an instance not upgraded yet.
+    private var staleSchema: (document: SchemaDocument, calls: Int)?
     /// Registered devices by name: their token and public id.
     private var registered: [String: RegisteredDevice] = [:]
 
@@ -78,6 +80,9 @@ actor InMemoryTransport: SyncTransport {
     /// A repair over `bytes` is sent as `"resync": true` (`REVSYNC_MAX_CORRECTIVE_BYTES`).
     func setMaxCorrectiveBytes(_ bytes: Int) async { await server.configure { $0.maxCorrectiveBytes = bytes } }
     func setNamesFirstReusedSeq(_ names: Bool) { namesFirstReusedSeq = names }
+    /// The next `calls` answers to `GET /schema` are `document`: during a rolling schema upgrade,
+    /// an instance not upgraded yet answers while the others' answers use the new names.
+    func serveStaleSchema(_ document: SchemaDocument, calls: Int) { staleSchema = (document, calls) }
     func setHoldsLongPolls(_ holds: Bool) { holdsLongPolls = holds }
     func setRefusesLongPolls(_ refuses: Bool) { refusesLongPolls = refuses }
 
@@ -169,7 +174,11 @@ actor InMemoryTransport: SyncTransport {
     }
 
     func schema(token: String) async throws -> SchemaDocument {
-        try await mapped { try await server.schemaDocument(token: token) }
+        if let stale = staleSchema, stale.calls > 0 {
+            staleSchema = (stale.document, stale.calls - 1)
+            return stale.document
+        }
+        return try await mapped { try await server.schemaDocument(token: token) }
     }
 
     func snapshot(token: String) async throws -> SyncResponse {
