@@ -19,6 +19,22 @@ public struct DatasetSchema: Sendable, Hashable {
         index[name].map { entities[$0] }
     }
 
+    /// The first entity or attribute `changeSets` name that this schema lacks (`entity` or
+    /// `entity.attribute`), if any: what a newer schema of the dataset may have.
+    public func firstUnknownName(in changeSets: [ChangeSet]) -> String? {
+        for changeSet in changeSets {
+            for (name, changes) in changeSet.entities {
+                guard let entity = entity(named: name) else { return name }
+                for values in changes.attributes.values {
+                    for attribute in values.keys where attribute != ReservedAttribute.revision && attribute != ReservedAttribute.oldId {
+                        if entity.attribute(named: attribute) == nil { return "\(name).\(attribute)" }
+                    }
+                }
+            }
+        }
+        return nil
+    }
+
     /// Every attribute, in any entity, that references `entity`.
     public func references(to entity: String) -> [Relation] {
         entities.flatMap { child in

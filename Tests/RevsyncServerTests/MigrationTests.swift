@@ -3,6 +3,7 @@ import Logging
 import PostgresNIO
 import RevsyncHarness
 import RevsyncTestSupport
+import RevsyncWire
 import Testing
 @testable import RevsyncServer
 
@@ -62,6 +63,41 @@ import Testing
                 Self.addToNotes(["name": "weight", "type": "double", "nullable": false], version: 3)(&json)
             }
             await #expect { try await Self.migrate(url, schema: required) } throws: { "\($0)".contains("must be nullable") }
+        }
+    }
+
+    /// A rolling schema upgrade: an upgraded instance migrated the database to version 2 while
+    /// this one still runs version 1. A change set naming the new attribute is answered `503`, to
+    /// be sent again (to an upgraded instance), not rejected `invalid` and undone on the device;
+    /// change sets naming only what version 1 knows are applied as ever, and a name no version
+    /// knows is still `invalid`.
+    @Test func anInstanceBehindTheDatabasesSchemaAsksForNewNamesAgain() async throws {
+        try await TestDatabase.withNew(migrated: true) { url in
+            let v2 = try Self.schemaFile(Self.addToNotes(["name": "color", "type": "string", "nullable": true], version: 2))
+            #expect(try await Self.migrate(url, schema: v2) == ["dataset schema version 2: 1 statements"])
+            var settings = ServerSettings.forTests(databaseURL: url)
+            settings.adminToken = adminToken
+            let server = try Server(settings: settings, logger: Logger(label: "revsync.tests.behind"))
+            #expect(server.settings.schemaPath == defaultSchemaPath)
+            try await server.buildApplication(migrate: false).test(.router) { client in
+                let harness = TestHarness(client: client, server: server)
+                let device = try await harness.register("admin", name: "admin")
+                func note(_ seq: Int64, _ attributes: Attributes) -> ChangeSet {
+                    changeSet(seq: seq, ("notes", EntityChanges(create: [-seq], attributes: [-seq: attributes])))
+                }
+                let (status, body) = try await harness.post(device, SyncRequest(maxRevision: 0, changeSets: [
+                    note(1, ["body": "plain", "pinned": false]), note(2, ["body": "colored", "pinned": false, "color": "red"]),
+                ]))
+                #expect(status == .serviceUnavailable)
+                let error = try harness.error(body)
+                #expect(error.error == "unavailable" && error.message.contains("\"notes.color\""), "\(error.message)")
+                #expect(try await harness.count("notes") == 0, "nothing of the request applied")
+
+                let plain = try await harness.sync(device, from: 0, [note(1, ["body": "plain", "pinned": false])])
+                #expect(plain.changeSets.first?.revision == 1)
+                let unknown = try await harness.sync(device, from: 1, [note(2, ["body": "odd", "pinned": false, "smell": "musty"])])
+                #expect(unknown.changeSets.first?.reason?.code == .invalid)
+            }
         }
     }
 

@@ -19,6 +19,15 @@ struct PostgresChangeSetStore: ChangeSetStore {
     /// Runs of one batch, the first included, before its requests get `503`.
     static let attempts = 5
 
+    func newestDatasetSchema() async throws -> DatasetSchema? {
+        let logger = database.logger
+        let rows = try await database.withConnection { connection in
+            try await connection.rows("SELECT version, document FROM revsync_schema ORDER BY version DESC LIMIT 1", logger)
+        }
+        guard let (version, text) = try rows.first?.decode((Int, String).self) else { return nil }
+        return try SchemaLoader.load(data: Data(text.utf8), file: "the schema stored in the database (version \(version))")
+    }
+
     func transaction<T: Sendable>(_ body: @escaping @Sendable (any ApplyTransaction) async throws -> T) async throws -> T {
         let schema = self.schema, logger = database.logger, delay = delayAfterStamp
         var attempt = 0

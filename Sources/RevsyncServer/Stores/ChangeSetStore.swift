@@ -130,6 +130,8 @@ package protocol ApplyTransaction: LedgerReading {
 package protocol ChangeSetStore: Sendable {
     /// Runs `body` in one transaction (again when the database reports a deadlock); rolls back when it throws.
     func transaction<T: Sendable>(_ body: @escaping @Sendable (any ApplyTransaction) async throws -> T) async throws -> T
+    /// The newest dataset schema the database was migrated to (by any instance), if any.
+    func newestDatasetSchema() async throws -> DatasetSchema?
 }
 
 extension ApplyTransaction {

@@ -45,6 +45,21 @@ struct ChangeSetApplier: Sendable {
     /// past 64 subtransactions PostgreSQL's per-backend cache overflows and every backend slows down.
     static let maxBatch = 64
 
+    /// A request that names entities or attributes this instance's schema lacks and a newer
+    /// schema the database was migrated to has (a rolling upgrade: another instance runs it):
+    /// `503`, so that the device sends it again, to an upgraded instance, instead of having its
+    /// change set rejected `invalid` and undone. A name no schema has is rejected as before. One
+    /// query, only for requests that name something this instance does not know.
+    func refuseIfUpgradeUnderWay(_ changeSets: [ChangeSet]) async throws {
+        guard let unknown = schema.firstUnknownName(in: changeSets) else { return }
+        guard let newest = try await store.newestDatasetSchema(), newest.version > schema.version,
+            newest.firstUnknownName(in: changeSets) == nil
+        else { return }
+        throw StoreError.unavailable(
+            "this instance runs dataset schema version \(schema.version) and the database has version \(newest.version), which names "
+                + "\"\(unknown)\": an upgrade is under way; send it again (an upgraded instance will take it)")
+    }
+
     func item(_ changeSet: ChangeSet, device: Device) -> BatchItem {
         let validation = ChangeSetValidator(schema: schema, role: device.role, maxOperations: limits.maxOperationsPerChangeSet).validate(changeSet)
         var ids = ChangeSetCanonicalForm.temporaryIdsToResolve(changeSet, schema: schema)

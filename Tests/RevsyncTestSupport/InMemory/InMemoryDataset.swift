@@ -31,6 +31,8 @@ package final class InMemoryDataset: ChangeSetStore, ChangeLog, RecordStore, Dev
 
     // MARK: ChangeSetStore
 
+    package func newestDatasetSchema() async throws -> DatasetSchema? { schema }
+
     package func transaction<T: Sendable>(_ body: @escaping @Sendable (any ApplyTransaction) async throws -> T) async throws -> T {
         try await writers.run { [self] in
             let transaction = InMemoryTransaction(state: state.withLock { $0 }, schema: schema)
