@@ -22,6 +22,21 @@ import Testing
     }
 }
 
+@Suite struct UnknownNamesTests {
+    /// What a change set names beyond a schema: an entity, or an attribute of a known entity
+    /// (`revision` and `__oldId__` are the record's own, not attributes).
+    @Test func theFirstEntityOrAttributeTheSchemaLacks() throws {
+        let schema = try Fixtures.defaultSchema()
+        func note(_ attributes: Attributes) -> ChangeSet {
+            ChangeSet(seq: 1, types: ["notes"], entities: ["notes": EntityChanges(create: [-1], attributes: [-1: attributes])])
+        }
+        #expect(schema.firstUnknownName(in: [note(["body": "b", "revision": 3, "__oldId__": -1])]) == nil)
+        #expect(schema.firstUnknownName(in: [note(["body": "b"]), note(["body": "b", "color": "red"])]) == "notes.color")
+        let tags = ChangeSet(seq: 2, types: ["tags"], entities: ["tags": EntityChanges(create: [-2], attributes: [-2: ["name": "x"]])])
+        #expect(schema.firstUnknownName(in: [tags]) == "tags")
+    }
+}
+
 @Suite struct AttributeValueTests {
     let text = AttributeDescription(name: "body", type: .string, nullable: false)
     let reference = AttributeDescription(name: "player_id", type: .integer, nullable: true, references: "players", onDelete: .cascade)
