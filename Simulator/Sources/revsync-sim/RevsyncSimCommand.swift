@@ -69,7 +69,7 @@ struct RevsyncSimCommand: AsyncParsableCommand {
     var records = 100_000
 
     @Option(help: """
-        Faults, comma-separated: server-kill, redis-flush, redis-restart, postgres-restart, postgres-refuses, snapshot-removed (server side), \
+        Faults, comma-separated: server-kill, redis-flush, redis-restart, postgres-restart, postgres-refuses, snapshot-removed, schema-upgrade (server side), \
         device-restore, device-revoke, device-role-downgrade, device-rotate (device side), all or none.
         """)
     var faults = "server-kill,redis-flush"

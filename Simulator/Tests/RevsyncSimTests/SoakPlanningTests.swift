@@ -41,11 +41,22 @@ import Testing
         #expect(times(.postgresRefuses) == [270, 810, 1350].map { .seconds($0) })
         #expect(plan.filter { $0.kind == .postgresRefuses }.allSatisfy { $0.duration == FaultPlan.refusal })
         #expect(times(.snapshotRemoved) == [60, 300, 540, 780, 1020, 1260, 1500].map { .seconds($0) })
+        // Once, clear of every kill, PostgreSQL restart and refusal (it restarts every instance).
+        #expect(times(.schemaUpgrade) == [.seconds(450)])
+        for upgrade in plan where upgrade.kind == .schemaUpgrade {
+            let window = (upgrade.at - .seconds(30))...(upgrade.at + .seconds(45))
+            #expect(!plan.contains { [.serverKill, .postgresRestart, .postgresRefuses].contains($0.kind) && window.contains($0.at) })
+        }
         // Clear of kills and PostgreSQL restarts, whose downtime the refusal's probes would meet.
         for refusal in plan where refusal.kind == .postgresRefuses {
             let window = (refusal.at - .seconds(20))...(refusal.at + refusal.duration + .seconds(20))
             #expect(!plan.contains { [.serverKill, .postgresRestart].contains($0.kind) && window.contains($0.at) }, "\(refusal)")
         }
+        let tenMinutes = FaultPlan.make(
+            workload: .seconds(600), faults: Set(FaultKind.serverSide), instances: 3, devices: 50, joining: 0, crashes: 0, seed: 2)
+        let upgrade = try? #require(tenMinutes.first { $0.kind == .schemaUpgrade })
+        #expect(upgrade?.at == .seconds(150))
+        #expect(!tenMinutes.contains { [.serverKill, .postgresRestart, .postgresRefuses].contains($0.kind) && (120...195).contains($0.at.inSeconds) })
         #expect(plan.filter { $0.kind == .serverKill }.allSatisfy { (0..<3).contains($0.target) })
         #expect(plan.allSatisfy { !FaultKind.deviceSide.contains($0.kind) })
     }
@@ -116,8 +127,8 @@ import Testing
     @Test func allSwitchesOnEveryServerAndDeviceSideFault() throws {
         #expect(try FaultSelection.parse("all") == Set(FaultKind.switchable))
         #expect(Set(FaultKind.switchable) == [
-            .serverKill, .redisFlush, .redisRestart, .postgresRestart, .postgresRefuses, .snapshotRemoved, .deviceRestore, .deviceRevoke,
-            .deviceRoleDowngrade, .deviceRotate,
+            .serverKill, .redisFlush, .redisRestart, .postgresRestart, .postgresRefuses, .snapshotRemoved, .schemaUpgrade, .deviceRestore,
+            .deviceRevoke, .deviceRoleDowngrade, .deviceRotate,
         ])
         #expect(try FaultSelection.parse("none").isEmpty)
         #expect(try FaultSelection.parse("") .isEmpty)

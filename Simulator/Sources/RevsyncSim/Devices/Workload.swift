@@ -131,9 +131,14 @@ struct WorkloadRunner {
             let players = hot.records.filter { $0.entity == "players" }
             guard !players.isEmpty else { return nil }
             let player = players[Int(random.next() % UInt64(players.count))].id
-            return try await engine.transaction { tx in
+            // Once the device has learned the upgraded schema (`schema-upgrade`), its notes carry the new attribute.
+            var values: Attributes = ["player_id": .integer(player), "body": .string("Note \(word)"), "pinned": false]
+            if await engine.schema?.entityIfKnown(SchemaUpgrade.entity)?.attributes.contains(where: { $0.name == SchemaUpgrade.attribute }) == true {
+                values[SchemaUpgrade.attribute] = .string(word)
+            }
+            return try await engine.transaction { [values] tx in
                 guard try tx.record("players", id: player) != nil else { return ActionResult() }
-                let note = try tx.create("notes", ["player_id": .integer(player), "body": .string("Note \(word)"), "pinned": false])
+                let note = try tx.create("notes", values)
                 return ActionResult(creates: 1, created: [("notes", note)])
             }
         case .updateHot:

@@ -22,6 +22,8 @@ public actor ServerFleet {
     public nonisolated let configuration: ServerFleetConfiguration
     public nonisolated let metrics: ServerMetricsScraper?
     private var processes: [Process?]
+    /// The schema file the instances run once ``upgradeSchema(to:pause:onRestarted:)`` migrated to it.
+    private var upgradedSchema: String?
 
     public init(configuration: ServerFleetConfiguration, metrics: ServerMetricsScraper? = nil) {
         self.configuration = configuration
@@ -102,6 +104,38 @@ public actor ServerFleet {
         try await waitUntilReady(index)
     }
 
+    /// A rolling schema upgrade, as an operator runs one: `revsync migrate` with the schema at
+    /// `path`, then each instance stopped with SIGTERM and started again with it, one at a time,
+    /// `pause` apart, so that for a while instances of both schemas serve the same database.
+    /// Instances started later (after a kill) run it too.
+    public func upgradeSchema(to path: String, pause: Duration, onRestarted: @Sendable (Int) async -> Void) async throws {
+        upgradedSchema = path
+        try await migrate()
+        for index in processes.indices {
+            try? await Task.sleep(for: pause)
+            if let process = processes[index] {
+                if let metrics, process.isRunning { await metrics.scrape(index) }
+                ChildProcess.send(SIGTERM, to: process)
+                if !(await ChildProcess.waitForExit(process, within: configuration.stopGracePeriod)) {
+                    ChildProcess.send(SIGKILL, to: process)
+                    _ = await ChildProcess.waitForExit(process, within: .seconds(10))
+                }
+                processes[index] = nil
+                await metrics?.retire(index)
+            }
+            processes[index] = try launch(index)
+            try await waitUntilReady(index)
+            await onRestarted(index)
+        }
+    }
+
+    /// The configuration's environment, with the upgraded schema once there is one.
+    private var environment: [String: String] {
+        var environment = configuration.environment
+        if let upgradedSchema { environment["REVSYNC_SCHEMA"] = upgradedSchema }
+        return environment
+    }
+
     /// SIGTERM to every running instance, SIGKILL to those still running after the grace period.
     public func stopAll() async {
         let running = processes.indices.compactMap { index in processes[index].map { (index, $0) } }
@@ -130,7 +164,7 @@ public actor ServerFleet {
     private func migrate() async throws {
         let logPath = URL(fileURLWithPath: configuration.runDirectory).appendingPathComponent("migrate.log").path
         let status = try await CommandRunner.run(
-            [configuration.executable, "migrate"], environment: configuration.environment, logPath: logPath,
+            [configuration.executable, "migrate"], environment: environment, logPath: logPath,
             timeout: configuration.migrateTimeout)
         guard status == 0 else {
             throw FleetError("`revsync migrate` failed (exit status \(status)); log \(logPath):\n\(LogTail.lastLines(of: logPath))")
@@ -140,7 +174,7 @@ public actor ServerFleet {
     private func launch(_ index: Int) throws -> Process {
         try ChildProcess.launch(
             executable: configuration.executable, arguments: ["serve", "--listen", "127.0.0.1:\(configuration.ports[index])"],
-            environment: configuration.environment, logPath: logPath(index))
+            environment: environment, logPath: logPath(index))
     }
 
     /// Polls `GET /ready` until it answers 200; fails early if the process exits.

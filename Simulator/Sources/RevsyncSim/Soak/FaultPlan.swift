@@ -8,6 +8,7 @@ public enum FaultKind: String, Sendable, CaseIterable, Codable {
     case postgresRestart = "postgres_restart"
     case postgresRefuses = "postgres_refuses"
     case snapshotRemoved = "snapshot_removed"
+    case schemaUpgrade = "schema_upgrade"
     case deviceCrash = "device_crash"
     case deviceJoin = "device_join"
     case deviceRestore = "device_restore"
@@ -16,7 +17,9 @@ public enum FaultKind: String, Sendable, CaseIterable, Codable {
     case deviceRotate = "device_rotate"
 
     /// The faults that hit the server side (switched on by `--faults`).
-    public static let serverSide: [FaultKind] = [.serverKill, .redisFlush, .redisRestart, .postgresRestart, .postgresRefuses, .snapshotRemoved]
+    public static let serverSide: [FaultKind] = [
+        .serverKill, .redisFlush, .redisRestart, .postgresRestart, .postgresRefuses, .snapshotRemoved, .schemaUpgrade,
+    ]
     /// The faults that hit one device's standing with the server (switched on by `--faults`).
     public static let deviceSide: [FaultKind] = [.deviceRestore, .deviceRevoke, .deviceRoleDowngrade, .deviceRotate]
     /// Everything `--faults` can name (and `all` switches on).
@@ -46,7 +49,9 @@ struct ScheduledFault: Sendable, Equatable {
 /// its own period in long ones (kill every 5 minutes, Redis flush every 7,
 /// Redis restart every 11, PostgreSQL restart every 13, PostgreSQL refusing more
 /// connections for 30 s every 9, the snapshot files removed every 4), first at 35 %,
-/// 50 %, 65 %, 80 %, 50 % and 25 % of the first period or of the run, whichever is shorter. The refusals fall clear of the
+/// 50 %, 65 %, 80 %, 50 % and 25 % of the first period or of the run, whichever is shorter.
+/// A rolling schema upgrade happens once, at a quarter of the run (clear of the kills and
+/// refusals in runs of 10 and 30 minutes: it restarts every instance). The refusals fall clear of the
 /// kills and restarts in runs of 10 and 30 minutes: their probes of `/ready` would
 /// otherwise meet a server or PostgreSQL that is down.
 /// Device crashes fall between 10 % and 90 % of the run, joins between 10 %
@@ -71,7 +76,7 @@ enum FaultPlan {
         var faults: [ScheduledFault] = []
         let periodic: [(FaultKind, Double, Double)] = [
             (.serverKill, 300, 0.35), (.redisFlush, 420, 0.50), (.redisRestart, 660, 0.65), (.postgresRestart, 780, 0.80),
-            (.postgresRefuses, 540, 0.50), (.snapshotRemoved, 240, 0.25),
+            (.postgresRefuses, 540, 0.50), (.snapshotRemoved, 240, 0.25), (.schemaUpgrade, .infinity, 0.25),
         ]
         for (kind, period, phase) in periodic where enabled.contains(kind) {
             var at = min(period, total) * phase

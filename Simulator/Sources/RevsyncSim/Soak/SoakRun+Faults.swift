@@ -51,6 +51,13 @@ extension SoakRun {
                 note("postgres_up", "PostgreSQL answers again")
             case .postgresRefuses:
                 try await refuseConnections(fleet: fleet, for: fault.duration)
+            case .schemaUpgrade:
+                let (path, version) = try SchemaUpgrade.write(from: settings.schemaPath, into: settings.runDirectory)
+                note(fault.kind.rawValue, "the database is migrated to schema version \(version) (\(SchemaUpgrade.entity).\(SchemaUpgrade.attribute) "
+                    + "added), then the instances restart with it one at a time, \(format(SchemaUpgrade.pause)) apart")
+                try await fleet.upgradeSchema(to: path, pause: SchemaUpgrade.pause) { index in
+                    await self.note("server_upgraded", "instance \(index) serves schema version \(version)")
+                }
             case .snapshotRemoved:
                 let removed = SnapshotDirectoryAudit.removePublished(in: snapshotDirectory)
                 note(fault.kind.rawValue, removed > 0

@@ -279,6 +279,9 @@ public actor SoakRun {
         checks.append(VerdictChecks.splitRequests(splits.tally))
         if settings.effectiveFaults.contains(.postgresRefuses) { checks.append(VerdictChecks.servedWhileRefused(refusalAnswers)) }
         if settings.effectiveFaults.contains(.deviceRotate) { checks.append(VerdictChecks.rotatedTokens(rotated)) }
+        if settings.effectiveFaults.contains(.schemaUpgrade) {
+            checks.append(VerdictChecks.schemaUpgrade(try await SchemaUpgrade.audit(databaseURL, logger: logger)))
+        }
         checks.append(VerdictChecks.snapshotDirectory(SnapshotDirectoryAudit.read(snapshotDirectory), leftByKills: workDirectoriesLeftByKills))
         if !stuck.isEmpty {
             var details: [String] = []

@@ -19,6 +19,24 @@ public enum VerdictChecks {
         public static let servedWhileRefused = "served while PostgreSQL refused"
         public static let snapshotDirectory = "snapshot directory"
         public static let rotatedTokens = "rotated tokens"
+        public static let schemaUpgrade = "schema upgrade"
+    }
+
+    /// After a rolling schema upgrade: devices learned the new attribute and wrote it (notes
+    /// with it in PostgreSQL), and no change set was rejected for naming it (an instance not
+    /// upgraded yet must ask for it again, not reject it and have the device undo the edit).
+    static func schemaUpgrade(_ audit: SchemaUpgrade.Audit) -> VerdictCheck {
+        let name = "\(SchemaUpgrade.entity).\(SchemaUpgrade.attribute)"
+        if audit.rejected > 0 {
+            return VerdictCheck(
+                name: Name.schemaUpgrade, passed: false,
+                detail: "\(audit.rejected) change sets rejected for naming \(name), each an edit undone on its device")
+        }
+        guard audit.written > 0 else {
+            return VerdictCheck(name: Name.schemaUpgrade, passed: false, detail: "no record has \(name): no device learned the new schema")
+        }
+        return VerdictCheck(
+            name: Name.schemaUpgrade, passed: true, detail: "\(audit.written) records written with \(name), none rejected for it")
     }
 
     /// For every device whose token the run rotated: no request it sent with its old token
