@@ -57,16 +57,8 @@ struct DatasetController<Context: RequestContext>: Sendable {
         let spooled: (path: String, size: Int)
         do {
             spooled = try await spool.write(gzip: gzip)
-        } catch let error as StoreError {
-            throw SyncError(error)
-        } catch let error as PSQLError {
-            throw error
-        } catch is CancellationError {
-            throw CancellationError()
         } catch {
-            // The spool's directory: full, read-only, out of file descriptors. The operator's
-            // to mend, and worth a retry: 503, as the SQLite file's build answers.
-            throw SyncError.unavailable("the JSON snapshot could not be written to its spool file: \(error)")
+            throw Self.answer(error, writing: "the JSON snapshot could not be written to its spool file")
         }
         let file = try await FileIO().loadFile(path: spooled.path, context: context)
         let path = spooled.path
@@ -78,22 +70,27 @@ struct DatasetController<Context: RequestContext>: Sendable {
         return Response(status: .ok, headers: headers, body: body)
     }
 
+    /// What a snapshot answers when reading or writing it failed, the same for both forms. A
+    /// store's refusal as it says; a `PostgreSQL` error `Database` did not map to 503 is not a
+    /// passing state (a table missing, a column of another type): a 500 logged with PostgreSQL's
+    /// own message, not a 503 retried for good whose message hides it. Anything else is the
+    /// snapshot directory's (full, read-only, out of file descriptors): the operator's to mend,
+    /// and worth a retry, `503` with `what` failed.
+    private static func answer(_ error: any Error, writing what: String) -> any Error {
+        switch error {
+        case let error as StoreError: SyncError(error)
+        case let error as PSQLError: error
+        case is CancellationError: CancellationError()
+        default: SyncError.unavailable("\(what): \(error)")
+        }
+    }
+
     private func sqliteSnapshot(_ request: Request, context: Context) async throws -> Response {
         let file: SnapshotFileCatalog.File
         do {
             file = try await files.file()
-        } catch let error as StoreError {
-            throw SyncError(error)
-        } catch let error as PSQLError {
-            // What `Database` did not map to 503 is not a passing state of PostgreSQL (a table
-            // missing, a column of another type): a 500 logged with PostgreSQL's own message, as
-            // the JSON snapshot answers it, not a 503 retried for good whose message hides it.
-            throw error
-        } catch is CancellationError {
-            throw CancellationError()
         } catch {
-            // The directory: full, read-only, out of file descriptors. The operator's to mend, and worth a retry.
-            throw SyncError.unavailable("the snapshot file could not be built: \(error)")
+            throw Self.answer(error, writing: "the snapshot file could not be built")
         }
         let gzip = Gzip.accepted(request.headers[.acceptEncoding]) && file.gzipSize != nil
         let (path, size, etag) = gzip ? (file.gzipPath, file.gzipSize ?? 0, file.gzipETag) : (file.path, file.size, file.etag)

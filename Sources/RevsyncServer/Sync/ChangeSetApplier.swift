@@ -48,9 +48,13 @@ struct ChangeSetApplier: Sendable {
     /// A request that names entities or attributes this instance's schema lacks and a newer
     /// schema the database was migrated to has (a rolling upgrade: another instance runs it):
     /// `503`, so that the device sends it again, to an upgraded instance, instead of having its
-    /// change set rejected `invalid` and undone. A name no schema has is rejected as before. One
-    /// query, only for requests that name something this instance does not know.
-    func refuseIfUpgradeUnderWay(_ changeSets: [ChangeSet]) async throws {
+    /// change set rejected `invalid` and undone. A name no schema has is rejected as before. Only
+    /// requests with a change set the validator refused are looked at (an unknown name always is
+    /// refused), so the requests that pass cost nothing more; one query for those that name
+    /// something this instance does not know.
+    func refuseIfUpgradeUnderWay(_ items: [BatchItem]) async throws {
+        guard items.contains(where: { if case .failure = $0.validation { true } else { false } }) else { return }
+        let changeSets = items.map(\.changeSet)
         guard let unknown = schema.firstUnknownName(in: changeSets) else { return }
         guard let newest = try await store.newestDatasetSchema(), newest.version > schema.version,
             newest.firstUnknownName(in: changeSets) == nil

@@ -31,8 +31,9 @@ struct Committer: Sendable {
     /// device's lock ends the request with that error (its earlier change sets stay applied).
     func apply(_ changeSets: [ChangeSet], device: Device) async throws -> [ApplyOutcome] {
         guard !changeSets.isEmpty else { return [] }
-        try await applier.refuseIfUpgradeUnderWay(changeSets)
-        let job = CommitJob(items: changeSets.map { applier.item($0, device: device) })
+        let items = changeSets.map { applier.item($0, device: device) }
+        try await applier.refuseIfUpgradeUnderWay(items)
+        let job = CommitJob(items: items)
         var leads = await queue.enqueue(job)
         while true {
             if leads { await leadOneBatch() }
