@@ -38,6 +38,8 @@ public struct Server: Sendable {
     let snapshotSpool: SnapshotSpool
     /// The tasks `POST /sync` requests run on; nil with `requestWorkers` 0.
     let requestWorkers: RequestWorkers?
+    /// The database's history id: read, checked against requests, renewed when the database went back.
+    package let history: HistoryWatch
 
     /// Loads the schema and prepares the database client; nothing connects until the application runs.
     public init(settings: ServerSettings, logger: Logger, applyDelay: ApplyDelay? = nil) throws {
@@ -77,35 +79,34 @@ public struct Server: Sendable {
         changeSets.delayAfterStamp = applyDelay
         changeSets.metrics = metrics
         requestWorkers = settings.requestWorkers > 0 ? RequestWorkers(size: settings.requestWorkers, metrics: metrics) : nil
-        sync = SyncController(
-            authenticator: Authenticator(devices: devices), bodyReader: RequestBodyReader(limits: settings.limits),
-            service: SyncService(
-                changeSets: changeSets, changeLog: changeLog, records: PostgresRecordStore(database: database, schema: schema),
-                schema: schema, limits: settings.limits, metrics: metrics,
-                commitBatchSize: settings.commitBatchSize, commitBatchWait: settings.commitBatchWait,
-                longPoll: LongPoll(waiters: waiters, maxWait: settings.maxWait, inFlight: inFlight, logger: logger)),
-            perDevice: DeviceRequestCount(limit: settings.maxRequestsPerDevice))
+        let changeLog = self.changeLog
         let ownDirectory = settings.snapshotDirectory == nil
         let directory = settings.snapshotDirectory
             ?? NSTemporaryDirectory() + SnapshotFiles.ownDirectoryPrefix
             + "\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8).lowercased())"
-        let changeLog = self.changeLog
         snapshotFiles = SnapshotFiles(
             directory: directory, removeDirectoryAtEnd: ownDirectory, builder: SnapshotFileBuilder(database: database, schema: schema),
             policy: .init(
                 rebuildRevisions: settings.snapshotRebuildRevisions, maxAge: settings.snapshotMaxAge,
                 retiredFor: settings.snapshotKeepReplaced),
             head: { try await changeLog.state().head },
-            instance: { [database] in
-                let logger = database.logger
-                return try await database.withConnection { connection in
-                    let rows = try await connection.query("SELECT instance::text FROM revsync_head", logger: logger).collect()
-                    guard let instance = try rows.first?.decode(String.self) else {
-                        throw StoreError.inconsistent("revsync_head has no row: the database is not migrated")
-                    }
-                    return instance
-                }
-            }, logger: logger)
+            history: { [database] in try await PostgresHistory(database: database).read().id }, logger: logger)
+        let files = snapshotFiles, cache = self.cache
+        history = HistoryWatch(
+            history: DatasetHistory(), store: PostgresHistory(database: database), interval: settings.historyCheckInterval, logger: logger,
+            changed: { id in
+                await cache?.forgetHistory()
+                await files.historyChanged(to: id)
+            },
+            cacheFoundRewind: { cache?.takeRewindFound() ?? false })
+        sync = SyncController(
+            authenticator: Authenticator(devices: devices), bodyReader: RequestBodyReader(limits: settings.limits),
+            service: SyncService(
+                changeSets: changeSets, changeLog: changeLog, records: PostgresRecordStore(database: database, schema: schema),
+                schema: schema, limits: settings.limits, metrics: metrics,
+                commitBatchSize: settings.commitBatchSize, commitBatchWait: settings.commitBatchWait,
+                longPoll: LongPoll(waiters: waiters, maxWait: settings.maxWait, inFlight: inFlight, logger: logger), history: history),
+            perDevice: DeviceRequestCount(limit: settings.maxRequestsPerDevice))
         // In the instance's own work directory, even in a directory the instances share.
         snapshotSpool = SnapshotSpool(
             streamer: SnapshotStreamer(database: database, schema: schema), work: snapshotFiles.work,
@@ -175,7 +176,7 @@ public struct Server: Sendable {
         var services: [any Service] = [
             postgresService, pruner, DeviceChangeWatcher(
                 devices: devices, feed: cache, events: deviceEvents, checkInterval: settings.deviceCheckInterval, logger: logger),
-            SnapshotFilesService(files: snapshotFiles),
+            SnapshotFilesService(files: snapshotFiles), history,
         ]
         // After PostgreSQL's client, so that it stops before it (services stop in reverse order).
         if let lookups = devices.lookups { services.append(lookups) }
@@ -199,12 +200,18 @@ public struct Server: Sendable {
                 if let port = channel.localAddress?.port { await onListening(port) }
             },
             logger: logger)
-        let migrator = self.migrator, logger = self.logger
+        let migrator = self.migrator, logger = self.logger, history = self.history
         app.beforeServerStarts {
             if migrate {
                 for step in try await migrator.migrate() { logger.info("migrated", metadata: ["step": .string(step)]) }
             }
             try? await cache?.prepare()
+            // Before the first request: the id answers carry, and a cache found ahead above renews it.
+            do {
+                try await history.check()
+            } catch {
+                logger.warning("the database's history id could not be read; requests are not checked against it until it is", metadata: ["error": "\(error)"])
+            }
         }
         return app
     }

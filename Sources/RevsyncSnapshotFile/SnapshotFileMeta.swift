@@ -27,12 +27,18 @@ public struct SnapshotFileMeta: Sendable, Hashable, Codable {
     public var revision: Int64
     public var schemaVersion: Int
     public var totals: [String: Totals]
+    /// The database's history id the records are of (`SyncResponse.history`); nil in files of
+    /// servers from before it.
+    public var history: String?
 
-    public init(format: Int = SnapshotFileMeta.currentFormat, revision: Int64, schemaVersion: Int, totals: [String: Totals]) {
+    public init(
+        format: Int = SnapshotFileMeta.currentFormat, revision: Int64, schemaVersion: Int, totals: [String: Totals], history: String? = nil
+    ) {
         self.format = format
         self.revision = revision
         self.schemaVersion = schemaVersion
         self.totals = totals
+        self.history = history
     }
 
     /// Records in every table.
@@ -53,6 +59,7 @@ public struct SnapshotFileMeta: Sendable, Hashable, Codable {
         try insert.execute(arguments: ["schema_version", schemaVersion])
         let encoded = String(decoding: try JSONEncoder().encode(totals), as: UTF8.self)
         try insert.execute(arguments: ["totals", encoded])
+        if let history { try insert.execute(arguments: ["history", history]) }
     }
 
     /// Reads the table back; nil when the file has none or it is incomplete.
@@ -68,6 +75,8 @@ public struct SnapshotFileMeta: Sendable, Hashable, Codable {
             let totalsText = values["totals"].flatMap(String.fromDatabaseValue),
             let totals = try? JSONDecoder().decode([String: Totals].self, from: Data(totalsText.utf8))
         else { return nil }
-        return SnapshotFileMeta(format: format, revision: revision, schemaVersion: schemaVersion, totals: totals)
+        return SnapshotFileMeta(
+            format: format, revision: revision, schemaVersion: schemaVersion, totals: totals,
+            history: values["history"].flatMap(String.fromDatabaseValue))
     }
 }

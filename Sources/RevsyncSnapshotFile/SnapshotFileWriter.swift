@@ -50,7 +50,8 @@ public final class SnapshotFileWriter {
 
     /// Builds the indexes, writes `revsync_snapshot` and closes the file.
     @discardableResult
-    public func finish(revision: Int64, schemaVersion: Int) async throws -> SnapshotFileMeta {
+    /// - Parameter history: the database's history id the records are of (`HistoryRules`).
+    public func finish(revision: Int64, schemaVersion: Int, history: String? = nil) async throws -> SnapshotFileMeta {
         let order = self.order
         let meta = try await queue.write { db in
             var totals: [String: SnapshotFileMeta.Totals] = [:]
@@ -58,7 +59,7 @@ public final class SnapshotFileWriter {
                 for sql in table.indexSQL { try db.execute(sql: sql) }
                 totals[table.name] = try SnapshotFileMeta.totals(of: table.name, in: db)
             }
-            let meta = SnapshotFileMeta(revision: revision, schemaVersion: schemaVersion, totals: totals)
+            let meta = SnapshotFileMeta(revision: revision, schemaVersion: schemaVersion, totals: totals, history: history)
             try meta.write(in: db)
             return meta
         }

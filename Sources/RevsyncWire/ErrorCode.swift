@@ -9,6 +9,9 @@ public enum ErrorCode: String, Sendable, Hashable, CaseIterable {
     case seqReused = "seq_reused"
     case revisionAhead = "revision_ahead"
     case snapshotRequired = "snapshot_required"
+    /// The database went back (restored from a backup, or failed over with commits lost):
+    /// the revisions the device holds may not be the database's.
+    case historyChanged = "history_changed"
     case tooLarge = "too_large"
     case unsupportedEncoding = "unsupported_encoding"
     /// A `Range` of `GET /snapshot` past the end of the file.
@@ -22,7 +25,7 @@ public enum ErrorCode: String, Sendable, Hashable, CaseIterable {
         case .unauthorized: 401
         case .forbidden: 403
         case .notFound: 404
-        case .sequenceGap, .seqReused, .revisionAhead: 409
+        case .sequenceGap, .seqReused, .revisionAhead, .historyChanged: 409
         case .snapshotRequired: 410
         case .tooLarge: 413
         case .unsupportedEncoding: 415

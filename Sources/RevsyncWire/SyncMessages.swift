@@ -8,11 +8,16 @@ public struct SyncRequest: Sendable, Hashable, Codable {
     /// committed after `maxRevision` (long-poll); nil or 0 answers at once. The server
     /// clamps it to its maximum (`REVSYNC_MAX_WAIT_SECONDS`).
     public var wait: Double?
+    /// The database's history id as the device last received it (every answer and snapshot
+    /// carries it): a server whose database went back since refuses the request with
+    /// `409 history_changed`, and the device loads a new snapshot. Nil: not checked.
+    public var history: String?
 
-    public init(maxRevision: Int64, changeSets: [ChangeSet] = [], wait: Double? = nil) {
+    public init(maxRevision: Int64, changeSets: [ChangeSet] = [], wait: Double? = nil, history: String? = nil) {
         self.maxRevision = maxRevision
         self.changeSets = changeSets
         self.wait = wait
+        self.history = history
     }
 }
 
@@ -24,11 +29,16 @@ public struct SyncResponse: Sendable, Hashable, Codable {
     public var changeSets: [ChangeSet]
     /// `true` when the catch-up was cut by a limit: call again.
     public var more: Bool?
+    /// The database's history id: it changes when the database goes back (restored from a
+    /// backup, or failed over with commits lost), and the revisions of an earlier one are not
+    /// this database's. The device keeps it and sends it with every request.
+    public var history: String?
 
-    public init(maxRevision: Int64, changeSets: [ChangeSet] = [], more: Bool? = nil) {
+    public init(maxRevision: Int64, changeSets: [ChangeSet] = [], more: Bool? = nil, history: String? = nil) {
         self.maxRevision = maxRevision
         self.changeSets = changeSets
         self.more = more
+        self.history = history
     }
 }
 

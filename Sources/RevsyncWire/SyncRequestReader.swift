@@ -32,7 +32,7 @@ private struct JSONCursor {
     // MARK: The request's shape
 
     mutating func request() -> SyncRequest? {
-        var maxRevision: Int64?, changeSets: [ChangeSet]?, wait: Double?, seen: Set<String> = []
+        var maxRevision: Int64?, changeSets: [ChangeSet]?, wait: Double?, history: String?, seen: Set<String> = []
         let read = object { cursor, key in
             guard seen.insert(key).inserted else { return false }
             switch key {
@@ -52,12 +52,16 @@ private struct JSONCursor {
                 if cursor.null() { return true }
                 wait = cursor.number()
                 return wait != nil
+            case "history":
+                if cursor.null() { return true }
+                history = cursor.string()
+                return history != nil
             default:
                 return false
             }
         }
         guard read, let maxRevision, let changeSets else { return nil }
-        return SyncRequest(maxRevision: maxRevision, changeSets: changeSets, wait: wait)
+        return SyncRequest(maxRevision: maxRevision, changeSets: changeSets, wait: wait, history: history)
     }
 
     mutating func changeSet() -> ChangeSet? {

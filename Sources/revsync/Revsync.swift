@@ -9,7 +9,7 @@ struct Revsync: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "revsync",
         abstract: "The Revsync sync server.",
-        subcommands: [Serve.self, Migrate.self, Devices.self],
+        subcommands: [Serve.self, Migrate.self, Devices.self, Restored.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -70,5 +70,30 @@ struct Migrate: AsyncParsableCommand {
         let server = try Server(settings: try common.settings(), logger: logger)
         let steps = try await withRunning(server.postgresService) { try await server.migrator.migrate() }
         print(steps.isEmpty ? "already up to date" : steps.joined(separator: "\n"))
+    }
+}
+
+struct Restored: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Say the database went back (restored from a backup, or failed over with commits lost): every device loads a new snapshot.",
+        discussion: """
+            Renews the database's history id. Devices that hold the old one are refused (409 history_changed) and \
+            load a new snapshot, keeping their pending changes, instead of catching up over revisions the database \
+            no longer has and will number again. Running instances learn it within REVSYNC_HISTORY_CHECK_MS. \
+            Instances also renew it themselves when they see the database went back; run this after every restore \
+            all the same, since an instance that started after the restore with Redis emptied cannot see it.
+            """)
+
+    @OptionGroup var common: CommonOptions
+
+    func run() async throws {
+        let logger = try common.logger("revsync.restored")
+        let server = try Server(settings: try common.settings(), logger: logger)
+        let (old, new, head) = try await withRunning(server.postgresService) {
+            let store = PostgresHistory(database: server.database)
+            let (head, old) = try await store.read()
+            return (old, try await store.renew(from: old), head)
+        }
+        print("history \(old) renewed as \(new) at revision \(head): devices holding the old one load a new snapshot")
     }
 }

@@ -63,13 +63,13 @@ struct SQLiteRecordStoreTests {
         changeSet.create("teams", -1, ["league_id": 1, "name": "Hawks"])
         try database.writer.write { (db) throws in
             let store = SQLiteRecordStore(db, layout: layout)
-            try store.setMeta(DeviceMeta(maxRevision: 12, nextSeq: 8, nextTemporaryId: -2, bootstrapped: true))
+            try store.setMeta(DeviceMeta(maxRevision: 12, nextSeq: 8, nextTemporaryId: -2, bootstrapped: true, history: "h-1"))
             try store.appendToOutbox(changeSet)
             try store.setTemporaryIdMapping(-9, to: TemporaryIdMapping(entity: "teams", id: 90))
         }
         try database.writer.read { (db) throws in
             let store = SQLiteRecordStore(db, layout: layout)
-            #expect(try store.meta() == DeviceMeta(maxRevision: 12, nextSeq: 8, nextTemporaryId: -2, bootstrapped: true))
+            #expect(try store.meta() == DeviceMeta(maxRevision: 12, nextSeq: 8, nextTemporaryId: -2, bootstrapped: true, history: "h-1"))
             #expect(try store.outbox() == [changeSet])
             #expect(try store.temporaryIdMapping(-9) == TemporaryIdMapping(entity: "teams", id: 90))
             #expect(try store.temporaryIdMapping(-8) == nil)

@@ -18,6 +18,7 @@ struct SmallRulesTests {
     @Test func eachEnvelopeErrorHasItsRecovery() {
         #expect(SyncRecovery.decide(for: .snapshotRequired(message: ""), changeSetCount: 1) == .bootstrap)
         #expect(SyncRecovery.decide(for: .revisionAhead(message: ""), changeSetCount: 1) == .bootstrap)
+        #expect(SyncRecovery.decide(for: .historyChanged(message: ""), changeSetCount: 1) == .bootstrapAnyRevision)
         #expect(SyncRecovery.decide(for: .sequenceGap(expected: 4, message: ""), changeSetCount: 1) == .renumber(expected: 4))
         #expect(
             SyncRecovery.decide(for: .seqReused(expected: 9, lowestTemporaryId: -12, message: ""), changeSetCount: 3)
@@ -31,6 +32,18 @@ struct SmallRulesTests {
         #expect(SyncRecovery.decide(for: .rejected(status: 400, code: "invalid_json", message: ""), changeSetCount: 1) == .fail)
     }
 
+    /// An answer of another history than the request named is not applied; a request or an
+    /// answer without one (a device that never got one, a server from before it) is.
+    @Test func anAnswerOfAnotherHistoryIsRefused() {
+        func check(_ sent: String?, _ answered: String?) -> Bool {
+            (try? ResponseApplier.checkHistory(of: SyncResponse(maxRevision: 1, history: answered), to: SyncRequest(maxRevision: 1, history: sent))) != nil
+        }
+        #expect(check("a", "a"))
+        #expect(check(nil, "a"))
+        #expect(check("a", nil))
+        #expect(!check("a", "b"))
+    }
+
     @Test func errorBodiesMapToTypedErrors() {
         func map(_ status: Int, _ body: String, retryAfter: String? = nil) -> SyncTransportError {
             ErrorResponseMapper.error(status: status, body: Array(body.utf8), retryAfter: retryAfter)
@@ -42,6 +55,7 @@ struct SmallRulesTests {
         #expect(map(409, #"{"error":"seq_reused","message":"m","expected":7}"#).isRetryable, "a seq_reused without its numbers is a broken answer")
         #expect(!SyncTransportError.seqReused(expected: 7, lowestTemporaryId: 0, message: "m").isRetryable)
         #expect(map(409, #"{"error":"revision_ahead","message":"m"}"#) == .revisionAhead(message: "m"))
+        #expect(map(409, #"{"error":"history_changed","message":"m"}"#) == .historyChanged(message: "m"))
         #expect(map(410, #"{"error":"snapshot_required","message":"m"}"#) == .snapshotRequired(message: "m"))
         #expect(map(401, #"{"error":"unauthorized","message":"m"}"#) == .unauthorized(message: "m"))
         #expect(map(413, #"{"error":"too_large","message":"m"}"#) == .tooLarge(message: "m"))

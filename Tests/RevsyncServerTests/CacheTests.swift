@@ -61,7 +61,7 @@ import Testing
     }
 
     @Test func warmCatchUpMakesNoPostgresQuery() async throws {
-        try await withTestServer(configure: { $0.cacheReconcileInterval = .seconds(3600) }) { harness in
+        try await withTestServer(configure: { $0.cacheReconcileInterval = .seconds(3600); $0.historyCheckInterval = .seconds(3600) }) { harness in
             let writer = try await harness.register("member", name: "writer")
             let reader = try await harness.register("viewer", name: "reader")
             let head = try await Self.write(harness, writer, count: 30)

@@ -27,6 +27,13 @@ import Testing
     /// The connection holds a waiting request, not its task: the request's task ends while it
     /// waits, and the commit's answer is written under that response's head. The request is
     /// counted once answered, not while it waits.
+    /// How an answer at `maxRevision` ends: the revision, then the database's history id.
+    static func end(_ server: Server, _ maxRevision: Int64) -> String {
+        #""maxRevision":\#(maxRevision),"history":"\#(server.history.history.id ?? "")"}"#
+    }
+
+    static func end(_ live: LiveServer, _ maxRevision: Int64) -> String { end(live.server, maxRevision) }
+
     @Test func aCommitAnswersTheRequestItsConnectionHolds() async throws {
         try await withLiveServer { live in
             let (_, token) = try await live.server.devices.register(name: "reader", user: "reader", role: "viewer")
@@ -39,7 +46,7 @@ import Testing
             #expect(live.server.waiters.count == 1)
             #expect(!live.server.metrics.exposition().contains(#"revsync_http_requests_total{route="/sync""#))
             try await Self.commitNote(live, writer)
-            let (text, closed) = await connection.readUntilClosed(timeout: .seconds(20), orUntil: #""maxRevision":1}"#)
+            let (text, closed) = await connection.readUntilClosed(timeout: .seconds(20), orUntil: Self.end(live, 1))
             #expect(text.hasPrefix("HTTP/1.1 200"))
             #expect(text.lowercased().contains("content-type: application/json"))
             #expect(text.contains("note 1"))
@@ -68,7 +75,7 @@ import Testing
             try await Self.commitNote(live, writer)
             var bodies: Set<String> = []
             for connection in connections {
-                let (text, closed) = await connection.readUntilClosed(timeout: .seconds(20), orUntil: #""maxRevision":1}"#)
+                let (text, closed) = await connection.readUntilClosed(timeout: .seconds(20), orUntil: Self.end(live, 1))
                 #expect(text.hasPrefix("HTTP/1.1 200"))
                 #expect(!closed)
                 let body = try #require(text.range(of: "\r\n\r\n")).upperBound
@@ -94,7 +101,7 @@ import Testing
             #expect(early.isEmpty)
             try await Self.commitNote(live, writer)
             let (text, _) = await connection.readUntilClosed(timeout: .seconds(20), orUntil: #"{"status":"ok"}"#)
-            let answer = try #require(text.range(of: #""maxRevision":1}"#))
+            let answer = try #require(text.range(of: Self.end(live, 1)))
             let health = try #require(text.range(of: #"{"status":"ok"}"#))
             #expect(answer.upperBound <= health.lowerBound)
         }
@@ -108,7 +115,7 @@ import Testing
             connection.send(Self.request(token: token, wait: 1, close: true))
             let (text, closed) = await connection.readUntilClosed(timeout: .seconds(20))
             #expect(text.hasPrefix("HTTP/1.1 200"))
-            #expect(text.hasSuffix(#"{"changeSets":[],"maxRevision":0}"#))
+            #expect(text.hasSuffix(#"{"changeSets":[],"# + Self.end(live, 0)))
             #expect(closed)
         }
     }
@@ -184,7 +191,7 @@ import Testing
             let (_, token) = try await live.server.devices.register(name: "patient", user: "patient", role: "viewer")
             let connection = try RawConnection(port: try #require(live.baseURL.port))
             connection.send(Self.request(token: token, wait: 3))
-            let (text, closed) = await connection.readUntilClosed(timeout: .seconds(20), orUntil: #""maxRevision":0}"#)
+            let (text, closed) = await connection.readUntilClosed(timeout: .seconds(20), orUntil: Self.end(live, 0))
             #expect(text.hasPrefix("HTTP/1.1 200"))
             #expect(!closed)
             #expect(live.server.metrics.exposition().contains(#"revsync_sync_wakeups_total{reason="timed_out"} 1"#))
@@ -211,9 +218,10 @@ import Testing
                 let stopping = ContinuousClock.now
                 await group.triggerGracefulShutdown()
                 for connection in connections {
-                    let (text, _) = await connection.readUntilClosed(timeout: .seconds(20), orUntil: #""maxRevision":0}"#)
+                    let end = Self.end(server, 0)
+                    let (text, _) = await connection.readUntilClosed(timeout: .seconds(20), orUntil: end)
                     #expect(text.hasPrefix("HTTP/1.1 200"))
-                    #expect(text.contains(#"{"changeSets":[],"maxRevision":0}"#))
+                    #expect(text.contains(#"{"changeSets":[],"# + end))
                 }
                 // Well inside the 60 s wait: nobody waited it out.
                 #expect(ContinuousClock.now - stopping < .seconds(20))

@@ -107,7 +107,7 @@ import Testing
 
     @Test func aRepeatedUnknownTokenCostsNoQuery() async throws {
         // No reconciliation meanwhile: every lease counted is a request's.
-        try await withTestServer(configure: { $0.cacheReconcileInterval = .seconds(3600) }) { harness in
+        try await withTestServer(configure: { $0.cacheReconcileInterval = .seconds(3600); $0.historyCheckInterval = .seconds(3600) }) { harness in
             let stranger = TestDevice(id: "", token: "rsd_not_a_token")
             let (first, _) = try await harness.post(stranger, SyncRequest(maxRevision: 0))
             #expect(first == .unauthorized)
@@ -126,7 +126,7 @@ import Testing
     @Test func lookupsOfUnseenTokensAreThrottled() async throws {
         // One look-up a second (the bucket holds one second's worth), and 40 strangers at once: even on a
         // loaded machine where the 40 take many seconds, most of them must be turned away.
-        try await withTestServer(configure: { $0.tokenLookupsPerSecond = 1; $0.cacheReconcileInterval = .seconds(3600) }) { harness in
+        try await withTestServer(configure: { $0.tokenLookupsPerSecond = 1; $0.cacheReconcileInterval = .seconds(3600); $0.historyCheckInterval = .seconds(3600) }) { harness in
             let before = harness.server.database.leases.value
             let started = ContinuousClock.now
             let statuses = try await withThrowingTaskGroup(of: Int.self) { group in

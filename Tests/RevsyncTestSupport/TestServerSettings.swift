@@ -17,6 +17,9 @@ extension ServerSettings {
         settings.databaseTimeout = .seconds(30)
         settings.redisURL = ProcessInfo.processInfo.environment["REVSYNC_TEST_REDIS_URL"] ?? "redis://127.0.0.1:63799"
         settings.redisConnectTimeout = RedisConfiguration.testConnectTimeout
+        // A read of the history id every 5 s instead of every second: the whole suite runs a
+        // hundred servers at once. Tests of the history id set their own interval.
+        settings.historyCheckInterval = .seconds(5)
         return settings
     }
 }

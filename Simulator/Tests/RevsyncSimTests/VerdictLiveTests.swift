@@ -257,7 +257,7 @@ final class VerdictRun: Sendable {
             guard let recorder = recording.withLock({ $0[ObjectIdentifier(engine)]?.transport }), let id = try? await engine.status().deviceId else {
                 continue
             }
-            content.formUnion(recorder.ledger.acknowledged(by: id))
+            content.formUnion(recorder.ledger.acknowledged(by: id).kept)
         }
         return Array(content)
     }

@@ -15,15 +15,21 @@ public struct DeviceMeta: Sendable, Hashable {
     /// too large to send) and no snapshot has been loaded since: the records may still
     /// show the rejected edits, so the next sync bootstraps before anything else.
     public var needsResync: Bool
+    /// The server database's history id the records are of (`SyncResponse.history`), sent with
+    /// every request: a database that went back since refuses it (`409 history_changed`). Nil:
+    /// never received (a server from before it).
+    public var history: String?
 
     public init(
-        maxRevision: Int64 = 0, nextSeq: Int64 = 1, nextTemporaryId: Int64 = -1, bootstrapped: Bool = false, needsResync: Bool = false
+        maxRevision: Int64 = 0, nextSeq: Int64 = 1, nextTemporaryId: Int64 = -1, bootstrapped: Bool = false, needsResync: Bool = false,
+        history: String? = nil
     ) {
         self.maxRevision = maxRevision
         self.nextSeq = nextSeq
         self.nextTemporaryId = nextTemporaryId
         self.bootstrapped = bootstrapped
         self.needsResync = needsResync
+        self.history = history
     }
 }
 

@@ -11,7 +11,8 @@ public enum RequestBuilder {
         var pending = try store.outbox()
         if let limit { pending = Array(pending.prefix(max(1, limit))) }
         if let maxOperations { pending = Array(pending.prefix(countFitting(pending, maxOperations: maxOperations))) }
-        return SyncRequest(maxRevision: try store.meta().maxRevision, changeSets: try rewritten(pending, store: store, schema: schema))
+        let meta = try store.meta()
+        return SyncRequest(maxRevision: meta.maxRevision, changeSets: try rewritten(pending, store: store, schema: schema), history: meta.history)
     }
 
     /// How many of the first change sets hold at most `maxOperations` operations in
@@ -31,7 +32,7 @@ public enum RequestBuilder {
     /// server's head from an earlier answer) only spares the server a long catch-up.
     public static func probe(from store: any RecordStore, schema: LocalSchema, seqs: ClosedRange<Int64>, maxRevision: Int64) throws -> SyncRequest {
         let pending = try store.outbox().filter { $0.seq.map(seqs.contains) == true }
-        return SyncRequest(maxRevision: maxRevision, changeSets: try rewritten(pending, store: store, schema: schema))
+        return SyncRequest(maxRevision: maxRevision, changeSets: try rewritten(pending, store: store, schema: schema), history: try store.meta().history)
     }
 
     private static func rewritten(_ pending: [ChangeSet], store: any RecordStore, schema: LocalSchema) throws -> [ChangeSet] {

@@ -63,7 +63,15 @@ public struct ResponseApplier: Sendable {
                 try session.applyCommitted(changeSet)
             }
         }
-        return try session.finish(maxRevision: response.maxRevision, more: response.more ?? false)
+        return try session.finish(maxRevision: response.maxRevision, more: response.more ?? false, history: response.history)
+    }
+
+    /// An answer of another history than the request named (the database went back while the
+    /// request waited, or between the check and the answer): it must not be applied; the device
+    /// loads a new snapshot, as after `409 history_changed`.
+    public static func checkHistory(of response: SyncResponse, to request: SyncRequest) throws(SyncTransportError) {
+        guard let sent = request.history, let answered = response.history, sent != answered else { return }
+        throw .historyChanged(message: "the answer is of another history (\(answered)) than the device's (\(sent)): the database went back")
     }
 }
 
@@ -233,7 +241,9 @@ extension ResponseApplier {
             return outbox.remove(at: index)
         }
 
-        mutating func finish(maxRevision: Int64, more: Bool) throws -> SyncOutcome {
+        /// - Parameter history: the answer's history id; a device that had none learns it.
+        mutating func finish(maxRevision: Int64, more: Bool, history: String? = nil) throws -> SyncOutcome {
+            if let history { meta.history = history }
             for seq in removedSeqs { try store.removeFromOutbox(seq: seq) }
             for changeSet in outbox where changeSet.seq.map(rewrittenSeqs.contains) == true {
                 try store.replaceInOutbox(changeSet)

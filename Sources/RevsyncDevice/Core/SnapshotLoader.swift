@@ -23,16 +23,17 @@ public enum SnapshotLoader {
                 }
             }
         }
-        try settle(store, at: snapshot.maxRevision, schema: schema)
+        try settle(store, at: snapshot.maxRevision, history: snapshot.history, schema: schema)
         return count
     }
 
     /// After a snapshot's records replaced the store's (JSON, or a SQLite file's
-    /// tables copied in): `maxRevision` becomes `revision`, a pending resync is done,
-    /// and the outbox is replayed on top.
-    public static func settle(_ store: any RecordStore, at revision: Int64, schema: LocalSchema) throws {
+    /// tables copied in): `maxRevision` becomes `revision`, the history id the snapshot's
+    /// (nil from a server without one), a pending resync is done, and the outbox is replayed on top.
+    public static func settle(_ store: any RecordStore, at revision: Int64, history: String?, schema: LocalSchema) throws {
         var meta = try store.meta()
         meta.maxRevision = revision
+        meta.history = history
         meta.bootstrapped = true
         meta.needsResync = false
         try store.setMeta(meta)

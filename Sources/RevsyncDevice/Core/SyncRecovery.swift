@@ -4,6 +4,9 @@ public enum SyncRecovery: Sendable, Hashable {
     case retry(after: Duration?)
     /// Load a fresh snapshot (pending changes kept), then send again.
     case bootstrap
+    /// The server's database went back: load a fresh snapshot whatever its revision (the
+    /// device's own revision is of another line), pending changes kept, then send again.
+    case bootstrapAnyRevision
     /// Renumber the pending change sets from `expected`, then send again.
     case renumber(expected: Int64)
     /// Find the first pending change set the server refuses as another one's `seq`
@@ -22,6 +25,8 @@ public enum SyncRecovery: Sendable, Hashable {
         switch error {
         case .snapshotRequired, .revisionAhead:
             return .bootstrap
+        case .historyChanged:
+            return .bootstrapAnyRevision
         case .sequenceGap(let expected, _):
             return .renumber(expected: expected)
         case .seqReused(let expected, let lowestTemporaryId, let firstReused, _):

@@ -9,10 +9,12 @@ extension SyncEngine {
     /// transaction; returns the snapshot's revision. The caller holds the sync slot.
     /// The SQLite snapshot file comes first (see `bootstrapFromFile`); the JSON
     /// snapshot when the server has none or the file is for another schema.
+    /// - Parameter anyRevision: the server's database went back (`history_changed`): a file
+    ///   below the device's revision is taken all the same, that revision being of another line.
     @discardableResult
-    func bootstrapLocked(token: String) async throws -> Int64 {
+    func bootstrapLocked(token: String, anyRevision: Bool = false) async throws -> Int64 {
         let layout = try await install(try await transport.schema(token: token))
-        if let loaded = try await bootstrapFromFile(token: token, layout: layout) {
+        if let loaded = try await bootstrapFromFile(token: token, layout: layout, anyRevision: anyRevision) {
             logger.info("bootstrapped from snapshot file", metadata: ["records": "\(loaded.records)", "maxRevision": "\(loaded.revision)"])
             changeBroadcaster.publish(ChangeEvent(origin: .bootstrap, records: RecordChanges()))
             configuration.revisionObserver?(loaded.revision)
@@ -53,12 +55,12 @@ extension SyncEngine {
     /// in-memory engine, `sqliteSnapshots` off, a server without files, a file older
     /// than the device's records, or a file made for another schema). A download that fails or a file that does not check out
     /// throws a retryable error and leaves the device as it was; a cut download resumes.
-    func bootstrapFromFile(token: String, layout: SQLiteLayout) async throws -> (revision: Int64, records: Int)? {
+    func bootstrapFromFile(token: String, layout: SQLiteLayout, anyRevision: Bool = false) async throws -> (revision: Int64, records: Int)? {
         guard configuration.sqliteSnapshots, let databasePath else { return nil }
         let target = databasePath + ".snapshot"
         let current = try await database.writer.read { db in try SQLiteRecordStore.readMeta(db) }
         // A re-bootstrap must not take the device back in time: a file older than its records is not used.
-        let minimum = current.bootstrapped ? current.maxRevision : 0
+        let minimum = current.bootstrapped && !anyRevision ? current.maxRevision : 0
         guard let download = try await transport.snapshotFile(token: token, to: target, minimumRevision: minimum) else {
             logger.info("no SQLite snapshot at or past this device's revision; loading the JSON one", metadata: ["revision": "\(minimum)"])
             return nil
@@ -79,7 +81,7 @@ extension SyncEngine {
                 "the SQLite snapshot says revision \(meta.revision), its answer said \(download.revision); downloading it again")
         }
         let records = try await database.writer.writeWithoutTransaction { db in
-            try SnapshotFileLoader.load(target, at: meta.revision, layout: layout, into: db)
+            try SnapshotFileLoader.load(target, at: meta.revision, history: meta.history, layout: layout, into: db)
         }
         return (meta.revision, records)
     }

@@ -27,13 +27,14 @@ extension SyncEngine {
         // A wake from before this point is about work the outbox shows; one from now on interrupts.
         wakePending = false
         guard layout != nil, try await !needsSnapshot() else { return .interrupted }
-        let (maxRevision, pending) = try await database.writer.read { db in
-            (try SQLiteRecordStore.readMeta(db).maxRevision, try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM revsync_outbox") ?? 0)
+        let (meta, pending) = try await database.writer.read { db in
+            (try SQLiteRecordStore.readMeta(db), try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM revsync_outbox") ?? 0)
         }
+        let maxRevision = meta.maxRevision
         // A transaction, a caller wanting the slot or close() while the outbox was read: no wait.
         guard pending == 0, !wakePending, syncWaiters.isEmpty, !closed else { return .interrupted }
 
-        let request = SyncRequest(maxRevision: maxRevision, wait: max(0, wait.seconds))
+        let request = SyncRequest(maxRevision: maxRevision, wait: max(0, wait.seconds), history: meta.history)
         let transport = self.transport
         // A task of its own, so that `interruptLongPoll()` can cancel the request without
         // cancelling the caller; it is awaited here, and cancelled with the caller.
@@ -59,6 +60,8 @@ extension SyncEngine {
         // same, unless the engine was closed meanwhile.
         let elapsed = ContinuousClock.now - started
         try checkOpen()
+        // Of another history: thrown, and the next round is refused and loads a new snapshot.
+        try ResponseApplier.checkHistory(of: response, to: request)
         var report = SyncReport()
         report.requests = 1
         let outcome = try await applyAnswer(response, to: request, token: token, report: &report)

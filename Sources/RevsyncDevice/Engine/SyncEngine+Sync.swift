@@ -11,7 +11,8 @@ extension SyncEngine {
     /// Transient failures (timeouts, connection errors, 5xx, 503) are retried
     /// with backoff and jitter up to `retry.maxAttempts`; a resend carries the
     /// same `seq`s, so the server never applies a change set twice.
-    /// `snapshot_required` and `revision_ahead` re-bootstrap (pending changes kept),
+    /// `snapshot_required`, `revision_ahead` and `history_changed` (or an answer of another
+    /// history than the request named) re-bootstrap (pending changes kept),
     /// `sequence_gap` renumbers the outbox, `seq_reused` renumbers the change sets
     /// made after the file's backup (and renames their temporary ids), `too_large`
     /// sends fewer change sets. A corrective set with `"resync": true` (a repair too
@@ -189,6 +190,7 @@ extension SyncEngine {
             let response: SyncResponse
             do {
                 response = try await transport.sync(request, token: token)
+                try ResponseApplier.checkHistory(of: response, to: request)
             } catch let error as SyncTransportError {
                 switch SyncRecovery.decide(for: error, changeSetCount: request.changeSets.count) {
                 case .retry(let after):
@@ -198,12 +200,13 @@ extension SyncEngine {
                     let delay = after ?? configuration.retry.delay(forAttempt: attempt, jitter: configuration.random())
                     logger.debug("sync failed; retrying", metadata: ["error": "\(error)", "attempt": "\(attempt)", "delay": "\(delay)"])
                     try await configuration.sleep(delay)
-                case .bootstrap:
+                case .bootstrap, .bootstrapAnyRevision:
                     // Once per round: a server that keeps asking is not helped by a loop.
                     guard !rebootstrapped else { throw error }
                     rebootstrapped = true
                     logger.info("server asked for a new snapshot", metadata: ["error": "\(error)"])
-                    try await retrying(&report) { try await self.bootstrapLocked(token: token) }
+                    let anyRevision = SyncRecovery.decide(for: error, changeSetCount: 0) == .bootstrapAnyRevision
+                    try await retrying(&report) { try await self.bootstrapLocked(token: token, anyRevision: anyRevision) }
                     report.bootstrapped = true
                 case .renumber(let expected):
                     guard !renumbered, try await renumberOutbox(from: expected) else { throw error }

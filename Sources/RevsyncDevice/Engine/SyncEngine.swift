@@ -125,7 +125,7 @@ public actor SyncEngine {
         }
         return DeviceStatus(
             registered: token != nil, deviceId: deviceId, bootstrapped: meta.bootstrapped && layout != nil,
-            maxRevision: meta.maxRevision, pendingChangeSets: pending, schemaVersion: layout?.schema.version)
+            maxRevision: meta.maxRevision, pendingChangeSets: pending, schemaVersion: layout?.schema.version, history: meta.history)
     }
 
     /// The schema in use (nil before the first bootstrap).
@@ -256,4 +256,6 @@ public struct DeviceStatus: Sendable, Hashable {
     public var maxRevision: Int64
     public var pendingChangeSets: Int
     public var schemaVersion: Int?
+    /// The server database's history id the records are of (nil: none received yet).
+    public var history: String? = nil
 }

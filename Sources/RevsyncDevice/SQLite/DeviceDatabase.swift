@@ -79,6 +79,7 @@ enum MetaKey {
     static let nextTemporaryId = "nextTemporaryId"
     static let bootstrapped = "bootstrapped"
     static let needsResync = "needsResync"
+    static let history = "history"
     static let schema = "schema"
     static let token = "token"
     static let deviceId = "deviceId"

@@ -124,6 +124,10 @@ final class SQLiteRecordStore: RecordStore {
         for row in rows {
             let key: String = row[0]
             let value: DatabaseValue = row[1]
+            if key == MetaKey.history, case .string(let text) = value.storage {
+                meta.history = text
+                continue
+            }
             guard case .int64(let number) = value.storage else { continue }
             switch key {
             case MetaKey.maxRevision: meta.maxRevision = number
@@ -149,6 +153,7 @@ final class SQLiteRecordStore: RecordStore {
         try statement.execute(arguments: [MetaKey.nextTemporaryId, meta.nextTemporaryId])
         try statement.execute(arguments: [MetaKey.bootstrapped, meta.bootstrapped ? 1 : 0])
         try statement.execute(arguments: [MetaKey.needsResync, meta.needsResync ? 1 : 0])
+        try statement.execute(arguments: [MetaKey.history, meta.history])
     }
 
     // MARK: Outbox

@@ -23,6 +23,8 @@ enum ErrorResponseMapper {
             return .seqReused(expected: expected, lowestTemporaryId: lowest, firstReused: parsed?.seq, message: message)
         case (_, .revisionAhead?):
             return .revisionAhead(message: message)
+        case (_, .historyChanged?):
+            return .historyChanged(message: message)
         case (410, _), (_, .snapshotRequired?):
             return .snapshotRequired(message: message)
         case (413, _), (_, .tooLarge?):

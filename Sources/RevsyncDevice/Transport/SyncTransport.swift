@@ -91,6 +91,11 @@ public enum SyncTransportError: Error, Sendable, Hashable, CustomStringConvertib
     /// 409 `revision_ahead`: the device claims a revision the server does not have
     /// (the server's data was reset): the device bootstraps again.
     case revisionAhead(message: String)
+    /// 409 `history_changed`: the server's database went back (restored from a backup, or
+    /// failed over) since the device last synced; the revisions it holds may not be the
+    /// database's: bootstrap again, from any revision. Also raised by the device itself for an
+    /// answer of another history than its request named (`ResponseApplier.checkHistory`).
+    case historyChanged(message: String)
     /// 410 `snapshot_required`: the device is behind the retained log: bootstrap again.
     case snapshotRequired(message: String)
     /// 413 `too_large`: send fewer change sets.
@@ -130,6 +135,7 @@ public enum SyncTransportError: Error, Sendable, Hashable, CustomStringConvertib
         case .seqReused(let expected, let lowest, _, let message):
             "409 seq_reused (expected \(expected), lowest temporary id \(lowest)): \(message)"
         case .revisionAhead(let message): "409 revision_ahead: \(message)"
+        case .historyChanged(let message): "409 history_changed: \(message)"
         case .snapshotRequired(let message): "410 snapshot_required: \(message)"
         case .tooLarge(let message): "413 too_large: \(message)"
         case .unsupportedEncoding(let message): "415 unsupported_encoding: \(message)"

@@ -70,6 +70,10 @@ public struct ServerSettings: Sendable {
     public var cacheMemoryRevisions: Int64 = 1024
     /// How often the cached head and horizon are checked against PostgreSQL.
     public var cacheReconcileInterval: Duration = .seconds(1)
+    /// How often the database's head and history id are read (`HistoryWatch`): a database that
+    /// went back under a running instance is found within this, and a history id renewed by
+    /// another instance (or `revsync restored`) learned.
+    public var historyCheckInterval: Duration = .seconds(1)
     /// How often the Redis device-change counter is read besides when the subscription that
     /// announces changes (re)starts: a change missed without the subscription noticing takes
     /// effect within this (`DeviceChangeWatcher`).
@@ -172,6 +176,7 @@ public struct ServerSettings: Sendable {
         if let n = try integer("REVSYNC_CACHE_MAX_BYTES") { settings.cacheMaxBytes = max(1024, n) }
         if let n = try integer("REVSYNC_CACHE_MEMORY_REVISIONS") { settings.cacheMemoryRevisions = Int64(max(0, n)) }
         if let n = try integer("REVSYNC_CACHE_RECONCILE_MS") { settings.cacheReconcileInterval = .milliseconds(max(10, n)) }
+        if let n = try integer("REVSYNC_HISTORY_CHECK_MS") { settings.historyCheckInterval = .milliseconds(max(10, n)) }
         if let n = try integer("REVSYNC_DEVICE_CHECK_MS") { settings.deviceCheckInterval = .milliseconds(max(10, n)) }
         if let directory = value("REVSYNC_SNAPSHOT_DIR") { settings.snapshotDirectory = directory }
         if let n = try integer("REVSYNC_SNAPSHOT_REBUILD_REVISIONS") { settings.snapshotRebuildRevisions = Int64(max(1, n)) }

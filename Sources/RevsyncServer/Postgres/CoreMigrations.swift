@@ -104,5 +104,11 @@ enum CoreMigrations {
             "INSERT INTO revsync_horizon (singleton, horizon) SELECT true, horizon FROM revsync_head",
             "ALTER TABLE revsync_head DROP COLUMN horizon",
         ]),
+        // Names the line of revisions devices hold (`HistoryRules`): renewed when the database
+        // is found to have gone back, so that devices holding revisions it no longer has (and
+        // will number again) load a new snapshot instead of catching up past them.
+        Migration(version: 6, name: "history id", statements: [
+            "ALTER TABLE revsync_head ADD COLUMN history uuid NOT NULL DEFAULT gen_random_uuid()"
+        ]),
     ]
 }

@@ -35,6 +35,8 @@ public final class RedisChangeLog: ChangeLog {
     /// (`deflateInit2`, 256 KiB of state) cost a lone writer's commit about as much as all
     /// its compressing; commits are published one at a time, in turn, so nobody waits for it.
     private let commitDeflater = Mutex(Deflater())
+    /// Set when the cache was found ahead of PostgreSQL (`takeRewindFound`).
+    private let rewindFound = Mutex(false)
     /// The head and horizon as this instance last saw them (reads, and its own commits, which
     /// only raise the head), and when it last read them. The head is where a read expects the
     /// log to end.
@@ -120,6 +122,7 @@ public final class RedisChangeLog: ChangeLog {
             let cachedHead = try await redis.get(keys.head).flatMap { Int64(String(buffer: $0)) }
             if let cachedHead, cachedHead > state.head {
                 logger.warning("the Redis cache is ahead of PostgreSQL; dropping it", metadata: ["cached": "\(cachedHead)", "head": "\(state.head)"])
+                rewindFound.withLock { $0 = true }
                 try await dropAll(keys)
             }
             try await raise(state, keys)
@@ -150,6 +153,7 @@ public final class RedisChangeLog: ChangeLog {
                     logger.warning(
                         "the Redis cache does not match PostgreSQL (ahead of it, or an entry differs); dropping it",
                         metadata: ["cached": "\(cachedHead)", "head": "\(state.head)"])
+                    rewindFound.withLock { $0 = true }
                     try await dropAll(keys)
                 }
             }
@@ -177,9 +181,41 @@ public final class RedisChangeLog: ChangeLog {
         _ = try await redis.eval(script: Self.raiseScript, keys: [keys.horizon], args: [String(state.horizon)])
     }
 
+    /// The database's history id changed (`HistoryWatch`): what this instance and Redis hold
+    /// may be of revisions the database no longer has and numbers again. Dropped.
+    func forgetHistory() async {
+        forgetLine()
+        guard let keys = keys.withLock({ $0 }), health.shouldTry else { return }
+        do {
+            try await dropAll(keys)
+            try await raise(try await postgres.state(), keys)
+        } catch {
+            logger.warning("the Redis cache could not be dropped after the history id changed; the reconciler checks it again", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// A rewind found here (a cache ahead of PostgreSQL, or an entry it has differently) since
+    /// the last call: `HistoryWatch` renews the history id.
+    func takeRewindFound() -> Bool {
+        rewindFound.withLock { found in
+            defer { found = false }
+            return found
+        }
+    }
+
+    /// Forgets what this instance kept of the log in memory: its latest commits' values, the
+    /// last public form the next commit would be compressed after (a chained fragment made
+    /// after a revision the database numbered again would inflate to garbage after the new
+    /// one), and the head it saw (which only rises otherwise).
+    private func forgetLine() {
+        recentValues.removeAll()
+        lastPublic.withLock { $0 = nil }
+        recentState.withLock { $0 = (LogState(head: 0, horizon: 0), nil) }
+    }
+
     private func dropAll(_ keys: CacheKeys) async throws {
         // Kept values are the dropped cache's: they may no longer be the log's.
-        recentValues.removeAll()
+        forgetLine()
         var cursor = "0"
         repeat {
             let reply = try await redis.command(["SCAN", cursor, "MATCH", keys.prefix + ":*", "COUNT", "10000"])

@@ -36,11 +36,11 @@ struct SnapshotFileBuilder: Sendable {
         let schema = self.schema, batchSize = self.batchSize, tables = self.tables
         return try await database.streamingTransaction("REPEATABLE READ READ ONLY") { connection in
             try await connection.run("SELECT pg_advisory_xact_lock(\(Self.lockKey))", logger)
-            let headRows = try await connection.rows("SELECT head, instance::text FROM revsync_head", logger)
-            guard let (head, instance) = try headRows.first?.decode((Int64, String).self) else {
+            let headRows = try await connection.rows("SELECT head, history::text FROM revsync_head", logger)
+            guard let (head, history) = try headRows.first?.decode((Int64, String).self) else {
                 throw StoreError.inconsistent("revsync_head has no row: the database is not migrated")
             }
-            let database = SnapshotFileCatalog.databaseName(instance)
+            let database = SnapshotFileCatalog.databaseName(history)
             if let file = existing(database, head) { return .found(file) }
             let writer = try SnapshotFileWriter(path: path, tables: tables)
             for entity in schema.entities {
@@ -53,7 +53,7 @@ struct SnapshotFileBuilder: Sendable {
                     try await writer.append(batch, to: entity.name)
                 }
             }
-            return .built(try await writer.finish(revision: head, schemaVersion: schema.version), database: database)
+            return .built(try await writer.finish(revision: head, schemaVersion: schema.version, history: history), database: database)
         }
     }
 }

@@ -5,8 +5,9 @@ import RevsyncSnapshotFile
 
 /// The snapshot files of one directory, named after what they hold:
 /// `snapshot-<database>-r<revision>-v<schema version>-<sha-256>.sqlite` (the database's
-/// instance id, `revsync_head.instance`, so that a directory kept across a reset or
-/// shared by two deployments never serves one's file to the other), and beside it the same
+/// history id, `revsync_head.history`, so that a directory kept across a reset or shared by
+/// two deployments never serves one's file to the other, nor a file of revisions a database
+/// that went back numbers again, `HistoryRules`), and beside it the same
 /// bytes gzip-compressed (`….sqlite.gz`). A file is written under a scratch name and
 /// renamed into place whole, the gzip copy first, so a name found is a complete file,
 /// whichever instance wrote it.
@@ -14,7 +15,7 @@ struct SnapshotFileCatalog: Sendable {
     /// A published snapshot file.
     struct File: Sendable, Hashable {
         let directory: String
-        /// The database's instance id, 32 lowercase hex digits.
+        /// The database's history id, 32 lowercase hex digits.
         let database: String
         let revision: Int64
         let schemaVersion: Int
@@ -49,9 +50,9 @@ struct SnapshotFileCatalog: Sendable {
         return (String(parts[0]), revision, version, String(parts[3]))
     }
 
-    /// The database's instance id as file names carry it (`revsync_head.instance` without dashes).
-    static func databaseName(_ instance: String) -> String {
-        instance.lowercased().filter { $0 != "-" }
+    /// The database's history id as file names carry it (`revsync_head.history` without dashes).
+    static func databaseName(_ history: String) -> String {
+        history.lowercased().filter { $0 != "-" }
     }
 
     /// The complete file of `database` for `schemaVersion` published last, if any: by

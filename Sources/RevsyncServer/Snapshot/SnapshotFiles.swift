@@ -32,8 +32,9 @@ actor SnapshotFiles {
     private let builder: SnapshotFileBuilder
     let policy: Policy
     private let head: @Sendable () async throws -> Int64
-    /// The database's instance id (`revsync_head.instance`): files of other databases are never served.
-    private let instance: @Sendable () async throws -> String
+    /// The database's history id (`revsync_head.history`): files of other databases, and of
+    /// revisions a database that went back numbers again, are never served.
+    private let history: @Sendable () async throws -> String
     private var database: String?
     private let logger: Logger
     private let removeDirectoryAtEnd: Bool
@@ -47,9 +48,9 @@ actor SnapshotFiles {
 
     init(
         directory: String, removeDirectoryAtEnd: Bool, builder: SnapshotFileBuilder, policy: Policy,
-        head: @escaping @Sendable () async throws -> Int64, instance: @escaping @Sendable () async throws -> String, logger: Logger
+        head: @escaping @Sendable () async throws -> Int64, history: @escaping @Sendable () async throws -> String, logger: Logger
     ) {
-        self.instance = instance
+        self.history = history
         self.catalog = SnapshotFileCatalog(directory: directory)
         self.work = SnapshotWorkDirectory(parent: directory)
         self.removeDirectoryAtEnd = removeDirectoryAtEnd
@@ -88,6 +89,17 @@ actor SnapshotFiles {
             return try await building.value
         }
         return current
+    }
+
+    /// The database's history id changed (`HistoryWatch`): the file served is of the old line of
+    /// revisions. The next request finds or builds one of the new.
+    func historyChanged(to history: String) {
+        database = SnapshotFileCatalog.databaseName(history)
+        current = nil
+        lastHead = nil
+        // A build under way may have read the old id: it is left to finish, its file unserved
+        // (`adopt`), and the next request starts a build of its own.
+        building = nil
     }
 
     /// Removes the replaced files whose time is up and the work directories of instances that are
@@ -137,7 +149,7 @@ actor SnapshotFiles {
         if let known = self.database {
             database = known
         } else {
-            database = SnapshotFileCatalog.databaseName(try await instance())
+            database = SnapshotFileCatalog.databaseName(try await history())
             self.database = database
         }
         return catalog.newest(database: database, schemaVersion: builder.schema.version)
@@ -208,8 +220,10 @@ actor SnapshotFiles {
 
     /// Makes `file` the one served; a build that produced or found it has ended.
     private func adopt(_ file: SnapshotFileCatalog.File, built: Bool = false) {
-        building = nil
         if built { builds += 1 }
+        // A build that began before the history id changed: its file is of the old line.
+        if let database, file.database != database { return }
+        building = nil
         if current != file {
             current = file
             builtAt = ContinuousClock.now

@@ -21,8 +21,10 @@ struct SnapshotStreamer: Sendable {
         let logger = database.logger
         let schema = self.schema, chunkSize = self.chunkSize, pageSize = self.pageSize
         try await database.streamingTransaction("REPEATABLE READ READ ONLY") { connection in
-            let headRows = try await connection.rows("SELECT head FROM revsync_head", logger)
-            let head = try headRows.first?.decode(Int64.self) ?? 0
+            let headRows = try await connection.rows("SELECT head, history::text FROM revsync_head", logger)
+            guard let (head, history) = try headRows.first?.decode((Int64, String).self) else {
+                throw StoreError.inconsistent("revsync_head has no row: the database is not migrated")
+            }
             var out = JSONWriter(capacity: chunkSize + 4096)
             func flush(force: Bool) async throws {
                 guard force || out.bytes.count >= chunkSize else { return }
@@ -31,6 +33,9 @@ struct SnapshotStreamer: Sendable {
             }
             out.raw("{\"maxRevision\":")
             out.integer(head)
+            // The history id the records are of, read in the same transaction (`HistoryRules`).
+            out.raw(",\"history\":")
+            out.string(history)
             out.raw(",\"changeSets\":[{\"conflict\":false,\"revision\":")
             out.integer(head)
             out.raw(",\"types\":")

@@ -19,12 +19,16 @@ struct Committer: Sendable {
     let queue: CommitQueue
     /// A leader waits this long before taking its batch, to let more requests join (0: none).
     let batchWait: Duration
+    /// Learns each batch's revisions: a batch numbered at or below what this instance saw before
+    /// reveals a database that went back (`HistoryWatch`).
+    let history: DatasetHistory?
 
-    init(applier: ChangeSetApplier, changeLog: any ChangeLog, batchSize: Int, batchWait: Duration) {
+    init(applier: ChangeSetApplier, changeLog: any ChangeLog, batchSize: Int, batchWait: Duration, history: DatasetHistory? = nil) {
         self.applier = applier
         self.changeLog = changeLog
         queue = CommitQueue(batchSize: min(ChangeSetApplier.maxBatch, max(1, batchSize)))
         self.batchWait = batchWait
+        self.history = history
     }
 
     /// Applies a request's change sets; returns their outcomes in order. A refusal under the
@@ -54,6 +58,9 @@ struct Committer: Sendable {
     private func leadOneBatch() async {
         if batchWait > .zero { try? await Task.sleep(for: batchWait) }
         let batch = await queue.takeBatch()
+        // Batches of one instance run one after another, and every revision seen before this one
+        // started was committed before its transaction: its revisions must all lie above.
+        let seenBefore = history?.highestSeen ?? 0
         let results: [BatchResult]
         do {
             results = try await applier.apply(batch.items)
@@ -63,12 +70,14 @@ struct Committer: Sendable {
             await queue.handOff()
             return
         }
+        let entries = results.compactMap { if case .done(.applied(_, _, let entry)) = $0 { entry } else { nil } }
+        if let history, let first = entries.map(\.revision).min(), let last = entries.map(\.revision).max() {
+            history.committed(first: first, last: last, before: seenBefore)
+        }
         let settled = await queue.settle(batch, results: results)
         await queue.handOff()
         await settled.turn.wait()
-        await changeLog.didCommit(results.compactMap {
-            if case .done(.applied(_, _, let entry)) = $0 { entry } else { nil }
-        })
+        await changeLog.didCommit(entries)
         settled.turn.finish()
         for (promise, signal) in settled.answers { promise.send(signal) }
     }

@@ -53,8 +53,11 @@ struct SyncResponseWriter {
         write(ByteBuffer(bytes: bytes))
     }
 
-    consuming func finish(maxRevision: Int64, more: Bool) -> ByteBuffer {
-        write(ByteBuffer(string: "],\"maxRevision\":" + String(maxRevision) + (more ? ",\"more\":true}" : "}")))
+    /// - Parameter history: the database's history id (a uuid: nothing in it needs escaping), if known.
+    consuming func finish(maxRevision: Int64, more: Bool, history: String? = nil) -> ByteBuffer {
+        var tail = "],\"maxRevision\":" + String(maxRevision) + (more ? ",\"more\":true" : "")
+        if let history { tail += ",\"history\":\"" + history + "\"" }
+        write(ByteBuffer(string: tail + "}"))
         // Taken out, not copied: a copy left behind would make the assembler's next write copy its whole buffer.
         guard let assembler = assembler.take() else { return plain }
         return assembler.finish()

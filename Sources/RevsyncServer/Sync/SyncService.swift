@@ -19,20 +19,24 @@ package struct SyncService: Sendable {
     let metrics: ServerMetrics
     /// Nil: requests never wait.
     let longPoll: LongPoll?
+    /// The database's history id, checked against each request's and carried by each answer
+    /// (`HistoryRules`); nil: neither.
+    let history: HistoryWatch?
 
     package init(
         changeSets: any ChangeSetStore, changeLog: any ChangeLog, records: any RecordStore, schema: DatasetSchema,
         limits: ServerSettings.Limits, metrics: ServerMetrics, commitBatchSize: Int = ChangeSetApplier.maxBatch, commitBatchWait: Duration = .zero,
-        longPoll: LongPoll? = nil
+        longPoll: LongPoll? = nil, history: HistoryWatch? = nil
     ) {
         committer = Committer(
             applier: ChangeSetApplier(store: changeSets, schema: schema, limits: limits), changeLog: changeLog,
-            batchSize: commitBatchSize, batchWait: commitBatchWait)
+            batchSize: commitBatchSize, batchWait: commitBatchWait, history: history?.history)
         corrections = CorrectionBuilder(records: records, schema: schema)
         self.changeLog = changeLog
         self.limits = limits
         self.metrics = metrics
         self.longPoll = longPoll
+        self.history = history
     }
 
     /// The response body of one exchange, awaited: a request that waits for a commit holds its task.
@@ -57,6 +61,9 @@ package struct SyncService: Sendable {
         logger: Logger
     ) async throws -> SyncAnswer {
         try check(request)
+        if let history, let claimed = request.history, claimed != history.history.id {
+            try await confirmHistory(claimed, history)
+        }
         // Two paths, each its own function: an async function's frame is as large as its
         // largest path, and the request's task keeps the high-water mark of its frames for as
         // long as its connection lives (a waiting device's connection included).
@@ -73,6 +80,13 @@ package struct SyncService: Sendable {
         // The rest of the seq rules are checked under the device's lock, in the batch: a gap or a
         // reused seq refuses the request before any of its change sets applies.
         try SeqRules.checkOrder(request.changeSets.compactMap(\.seq))
+    }
+
+    /// A request naming another history id than this instance holds: the database's is read
+    /// again (another instance may have renewed it, or this one lags), then the rule decides.
+    @inline(never)
+    private func confirmHistory(_ claimed: String, _ history: HistoryWatch) async throws {
+        try HistoryRules.check(claimed: claimed, current: try await history.check())
     }
 
     private var catchUpLimits: CatchUpLimits {
@@ -174,7 +188,7 @@ package struct SyncService: Sendable {
         for entry in page.entries { writer.append(entry.body) }
         for corrective in correctives { writer.append(corrective) }
         if let last = page.entries.last { metrics.observeHead(last.revision) }
-        return writer.finish(maxRevision: page.entries.last?.revision ?? maxRevision, more: page.more)
+        return writer.finish(maxRevision: page.entries.last?.revision ?? maxRevision, more: page.more, history: history?.history.id)
     }
 
     /// Acknowledgements the device asks for again although it is past them (after a

@@ -9,6 +9,7 @@ public enum FaultKind: String, Sendable, CaseIterable, Codable {
     case postgresRefuses = "postgres_refuses"
     case snapshotRemoved = "snapshot_removed"
     case schemaUpgrade = "schema_upgrade"
+    case databaseRestore = "database_restore"
     case deviceCrash = "device_crash"
     case deviceJoin = "device_join"
     case deviceRestore = "device_restore"
@@ -18,7 +19,7 @@ public enum FaultKind: String, Sendable, CaseIterable, Codable {
 
     /// The faults that hit the server side (switched on by `--faults`).
     public static let serverSide: [FaultKind] = [
-        .serverKill, .redisFlush, .redisRestart, .postgresRestart, .postgresRefuses, .snapshotRemoved, .schemaUpgrade,
+        .serverKill, .redisFlush, .redisRestart, .postgresRestart, .postgresRefuses, .snapshotRemoved, .schemaUpgrade, .databaseRestore,
     ]
     /// The faults that hit one device's standing with the server (switched on by `--faults`).
     public static let deviceSide: [FaultKind] = [.deviceRestore, .deviceRevoke, .deviceRoleDowngrade, .deviceRotate]
@@ -51,7 +52,12 @@ struct ScheduledFault: Sendable, Equatable {
 /// connections for 30 s every 9, the snapshot files removed every 4), first at 35 %,
 /// 50 %, 65 %, 80 %, 50 % and 25 % of the first period or of the run, whichever is shorter.
 /// A rolling schema upgrade happens once, at a quarter of the run (clear of the kills and
-/// refusals in runs of 10 and 30 minutes: it restarts every instance). The refusals fall clear of the
+/// refusals in runs of 10 and 30 minutes: it restarts every instance). A database restore happens
+/// once: the backup at 70 % of the run, put back `restoreAfter` later; no device joins (a join
+/// is moved before), and no device-side fault falls, from 10 s before the backup to 10 s after
+/// the restore (the restore
+/// would undo a registration, revocation, rotation or role change made in between, which a
+/// real deployment's operator would redo by hand). The refusals fall clear of the
 /// kills and restarts in runs of 10 and 30 minutes: their probes of `/ready` would
 /// otherwise meet a server or PostgreSQL that is down.
 /// Device crashes fall between 10 % and 90 % of the run, joins between 10 %
@@ -67,6 +73,8 @@ struct ScheduledFault: Sendable, Equatable {
 enum FaultPlan {
     /// How long PostgreSQL refuses the servers more connections, each time.
     static let refusal: Duration = .seconds(30)
+    /// How long after its backup the database is restored: the devices commit meanwhile.
+    static let restoreAfter: Duration = .seconds(25)
 
     static func make(
         workload: Duration, faults enabled: Set<FaultKind>, instances: Int, devices: Int, joining: Int, crashes: Int, seed: UInt64
@@ -98,6 +106,19 @@ enum FaultPlan {
         // Planned last, so that adding them leaves the draws above (and older seeds' plans) as they were.
         let crashed = Set(faults.filter { $0.kind == .deviceCrash }.map(\.target))
         faults += deviceSide(total: total, enabled: enabled, devices: devices, crashed: crashed, random: &random)
+        if enabled.contains(.databaseRestore) {
+            let restore = ScheduledFault(at: .seconds(total * 0.7), kind: .databaseRestore, target: 0, duration: restoreAfter)
+            let clear = (restore.at - .seconds(10))...(restore.at + restore.duration + .seconds(10))
+            // A join is moved before the window (the joiners are counted); the others are dropped.
+            for index in faults.indices where faults[index].kind == .deviceJoin && clear.contains(faults[index].at) {
+                faults[index].at = max(.zero, clear.lowerBound - .seconds(5))
+            }
+            let undone: Set<FaultKind> = [.deviceRevoke, .deviceRotate, .deviceRoleDowngrade, .deviceRestore]
+            faults.removeAll { fault in
+                undone.contains(fault.kind) && fault.at <= clear.upperBound && fault.at + fault.duration >= clear.lowerBound
+            }
+            faults.append(restore)
+        }
         return faults.sorted { $0.at < $1.at }
     }
 

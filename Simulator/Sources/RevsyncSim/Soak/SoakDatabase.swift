@@ -53,6 +53,16 @@ enum SoakDatabase {
         return try await withRunning(client) { try await body(client) }
     }
 
+    /// The database's history id (`revsync_head.history`), or nil when it cannot be read.
+    static func history(_ client: PostgresClient, logger: Logger) async -> String? {
+        do {
+            let rows = try await client.query("SELECT history::text FROM revsync_head", logger: logger).collect()
+            return try rows.first?.decode(String.self)
+        } catch {
+            return nil
+        }
+    }
+
     /// The server's head revision, or nil while PostgreSQL does not answer (e.g. it is restarting).
     static func head(_ client: PostgresClient, logger: Logger) async -> Int64? {
         do {

@@ -58,6 +58,8 @@ extension SoakRun {
                 try await fleet.upgradeSchema(to: path, pause: SchemaUpgrade.pause) { index in
                     await self.note("server_upgraded", "instance \(index) serves schema version \(version)")
                 }
+            case .databaseRestore:
+                try await restoreDatabase(fleet: fleet, after: fault.duration)
             case .snapshotRemoved:
                 let removed = SnapshotDirectoryAudit.removePublished(in: snapshotDirectory)
                 note(fault.kind.rawValue, removed > 0
@@ -114,6 +116,22 @@ extension SoakRun {
         note("device_restored", "\(device.plan.name) restarted from its copy of \(format(summary.copyAge)) ago: revision "
             + "\(summary.revisionBefore) → \(summary.revisionAfter), \(summary.acknowledgedSinceCopy) change sets acknowledged "
             + "since the copy, \(summary.abandoned) pending ones abandoned")
+    }
+
+    /// Backs the database up, lets the devices commit on for `span`, then restores the backup
+    /// under the running servers: they must renew its history id, and every device that holds
+    /// revisions the restore took away must load a new snapshot rather than catch up past them.
+    private func restoreDatabase(fleet: ServerFleet, after span: Duration) async throws {
+        let url = fleet.configuration.databaseURL
+        let log = settings.runDirectory + "/stack.log"
+        let backup = try await DatabaseBackup.take(of: url, to: settings.runDirectory + "/backup.dump", logPath: log)
+        note(FaultKind.databaseRestore.rawValue, "backup taken (pg_dump) at revision \(backup.head); the devices commit on for "
+            + "\(format(span)), then it is restored under the running servers")
+        try? await Task.sleep(for: span)
+        try await backup.restore(into: url, logPath: log)
+        restorePoint = RestorePoint(head: backup.head, history: backup.history)
+        note("database_restored", "the database restored (pg_restore) to revision \(backup.head) (head was \(head)): what was "
+            + "committed since is gone; the instances must renew its history id and the devices load it again")
     }
 
     /// Revokes the device on another instance than its own (when there are several),

@@ -43,6 +43,8 @@ public actor SoakRun {
     /// Work directories found unlocked in the snapshot directory right after a kill: what the
     /// killed instance left, which the others' sweep must remove.
     var workDirectoriesLeftByKills: Set<String> = []
+    /// Where the database restore took the log back to, once it was restored.
+    var restorePoint: RestorePoint?
     var offlineNow: [Int: Bool] = [:]
     var progressShown = false
     var lastProgressPrint = ContinuousClock.now - .seconds(60)
@@ -259,11 +261,25 @@ public actor SoakRun {
         var rotated: [RevokedDevice] = []
         var excused: Set<ChangeSetRef> = []
         var authorForms: [String: [Int64]] = [:]
+        // What a database restore took away is not the database's to hold (`RestorePoint`): set apart.
+        var lostWithRestore: [AcknowledgedChangeSet] = []
+        var regressionsAtRestore = 0
         for (index, device) in devices.enumerated() {
-            for seq in await device.acknowledgedSeqs { acknowledged.insert(ChangeSetRef(device: device.deviceId, seq: seq)) }
-            content += device.ledger.acknowledged(by: device.deviceId)
-            authorForms[device.deviceId, default: []] += device.ledger.authorFormRevisions
+            let ledger = device.ledger.acknowledged(by: device.deviceId, besides: restorePoint)
+            content += ledger.kept
+            lostWithRestore += ledger.lost
+            let keptSeqs = Set(ledger.kept.map(\.seq))
+            let lostSeqs = Set(ledger.lost.map(\.seq)).subtracting(keptSeqs)
+            for seq in await device.acknowledgedSeqs where !lostSeqs.contains(seq) {
+                acknowledged.insert(ChangeSetRef(device: device.deviceId, seq: seq))
+            }
+            authorForms[device.deviceId, default: []] += device.ledger.authorFormRevisions(besides: restorePoint)
             for (from, to) in await device.regressions {
+                // A device that held revisions the restore took away goes back to the restored line.
+                if let restorePoint, from > restorePoint.head {
+                    regressionsAtRestore += 1
+                    continue
+                }
                 regressions.append(RevisionRegression(device: device.deviceId, from: from, to: to))
             }
             if let summary = device.revocation.summary(device: device.deviceId) {
@@ -283,6 +299,17 @@ public actor SoakRun {
             checks.append(VerdictChecks.schemaUpgrade(try await SchemaUpgrade.audit(databaseURL, logger: logger)))
         }
         checks.append(VerdictChecks.snapshotDirectory(SnapshotDirectoryAudit.read(snapshotDirectory), leftByKills: workDirectoriesLeftByKills))
+        if settings.effectiveFaults.contains(.databaseRestore) {
+            var histories: [String?] = []
+            for (index, device) in devices.enumerated() where !revokedDevices.contains(index) {
+                histories.append(try? await device.syncEngine.status().history)
+            }
+            let logger = self.logger
+            let current = try await SoakDatabase.withClient(url: databaseURL, logger: logger) { await SoakDatabase.history($0, logger: logger) }
+            checks.append(VerdictChecks.databaseRestore(
+                restorePoint, current: current, deviceHistories: histories, lostAcknowledgements: lostWithRestore.count,
+                regressions: regressionsAtRestore))
+        }
         if !stuck.isEmpty {
             var details: [String] = []
             for index in stuck.prefix(5) {

@@ -20,6 +20,42 @@ public enum VerdictChecks {
         public static let snapshotDirectory = "snapshot directory"
         public static let rotatedTokens = "rotated tokens"
         public static let schemaUpgrade = "schema upgrade"
+        public static let databaseRestore = "database restore"
+    }
+
+    /// After the database was restored from a backup under the running servers: its history id
+    /// was renewed (the restore put the backup's back), and every device holds the new one (it
+    /// loaded the restored database rather than catch up past revisions the restore took away;
+    /// that its records equal PostgreSQL's, "devices equal PostgreSQL" says).
+    /// - Parameters:
+    ///   - lostAcknowledgements: acknowledgements of revisions the restore took away, set apart
+    ///     from "lost change sets" and "acknowledged content".
+    ///   - regressions: devices' revisions that went back from above the restore point, set apart
+    ///     from "revision regressions".
+    static func databaseRestore(
+        _ point: RestorePoint?, current: String?, deviceHistories: [String?], lostAcknowledgements: Int, regressions: Int
+    ) -> VerdictCheck {
+        guard let point else {
+            return VerdictCheck(name: Name.databaseRestore, passed: false, detail: "the database was not restored: the fault did not happen")
+        }
+        guard let current, current != point.history else {
+            return VerdictCheck(
+                name: Name.databaseRestore, passed: false,
+                detail: "the history id is still the backup's (\(point.history)): no instance renewed it, and devices caught up past "
+                    + "revisions the restore took away")
+        }
+        let others = deviceHistories.filter { $0 != current }
+        guard others.isEmpty else {
+            return VerdictCheck(
+                name: Name.databaseRestore, passed: false,
+                detail: "\(others.count) of \(deviceHistories.count) devices hold another history id than the database's \(current): "
+                    + list(others.map { $0 ?? "none" }))
+        }
+        return VerdictCheck(
+            name: Name.databaseRestore, passed: true,
+            detail: "restored to revision \(point.head); history id renewed, held by all \(deviceHistories.count) devices; "
+                + "\(lostAcknowledgements) acknowledgements of revisions the restore took away and \(regressions) revisions that went "
+                + "back with it set apart from the other checks")
     }
 
     /// After a rolling schema upgrade: devices learned the new attribute and wrote it (notes

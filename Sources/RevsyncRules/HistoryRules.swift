@@ -1,0 +1,25 @@
+import RevsyncWire
+
+/// The rules of the database's history id (`revsync_head.history`). Revisions are numbered
+/// gap-free, so a database that went back (restored from a backup, or a replica promoted that
+/// lacked the last commits) numbers its next commits as revisions devices may already hold
+/// with other contents. The history id names one line of revisions: it is renewed when the
+/// database is found to have gone back, and a device whose id is not the database's loads a
+/// new snapshot instead of catching up over revisions that are not the database's.
+public enum HistoryRules {
+    /// A request naming a history (`claimed`) must name the database's (`current`). Either nil:
+    /// nothing to compare (a device that never received one, a server that has not read it yet).
+    public static func check(claimed: String?, current: String?) throws(SyncRefusal) {
+        guard let claimed, let current, claimed != current else { return }
+        throw SyncRefusal(
+            .historyChanged,
+            "the database went back since this device last synced (restored from a backup, or failed over): "
+                + "the revisions it holds may not be the database's; bootstrap from GET /snapshot (pending change sets are kept)")
+    }
+
+    /// A head read below the highest one this instance saw committed or read means the database
+    /// went back: its revisions from `head + 1` on will be numbered again.
+    public static func wentBack(head: Int64, highestSeen: Int64) -> Bool {
+        head < highestSeen
+    }
+}

@@ -1,0 +1,53 @@
+import Synchronization
+
+/// The database's history id as this instance last read it (`HistoryRules`), and what it
+/// needs to notice that the database went back: the highest revision it saw committed or read,
+/// and a rewind its own commits revealed, until `HistoryWatch` renews the id.
+package final class DatasetHistory: Sendable {
+    private struct State {
+        var id: String?
+        var highestSeen: Int64 = 0
+        /// A batch of this instance's took revisions from `first` on, at most `highest`, which
+        /// it had seen committed or read before: the database went back.
+        var rewind: (first: Int64, highest: Int64)?
+    }
+
+    private let state: Mutex<State>
+
+    /// - Parameter id: nil until read from the database (requests are then not checked).
+    package init(id: String? = nil) { state = Mutex(State(id: id)) }
+
+    /// The id answers carry and requests are checked against; nil before the first read.
+    package var id: String? { state.withLock { $0.id } }
+
+    /// The highest revision this instance saw committed or read, for a comparison with a read
+    /// that starts after this call: that read must see at least this much.
+    var highestSeen: Int64 { state.withLock { $0.highestSeen } }
+
+    /// A batch this instance committed, as revisions `first...last`; `before` is `highestSeen`
+    /// as it was before the batch started. A batch numbered at or below it reveals a database
+    /// that went back.
+    func committed(first: Int64, last: Int64, before: Int64) {
+        state.withLock { state in
+            if first <= before, state.rewind == nil { state.rewind = (first, before) }
+            state.highestSeen = max(state.highestSeen, last)
+        }
+    }
+
+    /// The rewind a commit revealed, if any, for the watch to renew the id.
+    var rewind: (first: Int64, highest: Int64)? { state.withLock { $0.rewind } }
+
+    /// The id and head the database holds now. `renewed`: the id was renewed after a rewind,
+    /// so the highest revision seen starts again from `head`.
+    func adopt(id: String, head: Int64, renewed: Bool = false) {
+        state.withLock { state in
+            state.id = id
+            if renewed {
+                state.highestSeen = head
+                state.rewind = nil
+            } else {
+                state.highestSeen = max(state.highestSeen, head)
+            }
+        }
+    }
+}

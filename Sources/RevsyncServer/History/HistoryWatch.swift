@@ -1,0 +1,75 @@
+import Logging
+import RevsyncRules
+import ServiceLifecycle
+
+/// Keeps this instance's `DatasetHistory` up with the database's, and renews the database's
+/// history id when it finds the database went back: a head read below the highest revision
+/// this instance saw, or a batch of its own numbered at or below it (`DatasetHistory.committed`),
+/// or a cache ahead of PostgreSQL (`RedisChangeLog`). One small query every
+/// `interval`; a renewal made elsewhere (another instance, `revsync restored`) is learned by
+/// the next one, and by any request that names an id this instance does not hold.
+package struct HistoryWatch: Service {
+    package let history: DatasetHistory
+    let store: PostgresHistory
+    let interval: Duration
+    let logger: Logger
+    /// Called with the new id when it changed, before requests are checked against it: what the
+    /// instance kept of the old line of revisions (cached entries, snapshot files) is dropped.
+    let changed: @Sendable (String) async -> Void
+    /// Whether the cache found itself ahead of PostgreSQL since the last call (`RedisChangeLog.takeRewindFound`).
+    let cacheFoundRewind: @Sendable () -> Bool
+
+    package func run() async throws {
+        // Both ways out matter: graceful shutdown, and plain cancellation (a cancelled sleep returns at once).
+        while !Task.isShuttingDownGracefully && !Task.isCancelled {
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+            guard !Task.isShuttingDownGracefully, !Task.isCancelled else { break }
+            do {
+                try await check()
+            } catch {
+                logger.debug("history check skipped", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    /// Reads the database's head and history id; renews the id when the head is below what this
+    /// instance saw, or when one of its commits revealed a rewind. Returns the id now held.
+    @discardableResult
+    package func check() async throws -> String {
+        // Read before the query: every revision counted in it was committed before the query
+        // started, so the query sees at least as much unless the database went back.
+        let before = history.highestSeen
+        let (head, id) = try await store.read()
+        if cacheFoundRewind() {
+            return try await renew(from: id, head: head, why: ["found": "the Redis cache ahead of PostgreSQL"])
+        }
+        if let rewind = history.rewind {
+            return try await renew(from: id, head: head, why: [
+                "committed": "\(rewind.first)", "seenBefore": "\(rewind.highest)",
+            ])
+        }
+        if HistoryRules.wentBack(head: head, highestSeen: before) {
+            return try await renew(from: id, head: head, why: ["head": "\(head)", "seenBefore": "\(before)"])
+        }
+        if let known = history.id, known != id {
+            logger.notice("the database's history id changed: devices holding the old one load a new snapshot", metadata: ["history": "\(id)"])
+            await changed(id)
+        }
+        history.adopt(id: id, head: head)
+        return id
+    }
+
+    /// Renews the database's id (unless another instance renewed `id` first) and adopts it.
+    @discardableResult
+    package func renew(from id: String, head: Int64, why: Logger.Metadata) async throws -> String {
+        let renewed = try await store.renew(from: id)
+        var metadata = why
+        metadata["history"] = "\(renewed)"
+        logger.warning(
+            "the database went back (restored from a backup, or failed over with commits lost): its history id is renewed, every device loads a new snapshot",
+            metadata: metadata)
+        await changed(renewed)
+        history.adopt(id: renewed, head: head, renewed: true)
+        return renewed
+    }
+}

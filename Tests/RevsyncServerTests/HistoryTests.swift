@@ -1,0 +1,177 @@
+import Foundation
+import Hummingbird
+import NIOCore
+import PostgresNIO
+import RevsyncRules
+import RevsyncSnapshotFile
+import RevsyncTestSupport
+import RevsyncWire
+import Testing
+@testable import RevsyncServer
+
+/// The database's history id (`HistoryRules`): a database that went back (restored from a
+/// backup, failed over with commits lost) numbers its next commits as revisions devices may
+/// hold with other contents; the renewed id makes those devices load a new snapshot.
+@Suite(.timeLimit(.minutes(3))) struct HistoryTests {
+    /// What a restore from a backup taken at `revision` leaves: the log and the head back there.
+    /// (The records are left as they are: the history id is about the log's numbering.)
+    static func goBack(_ harness: TestHarness, to revision: Int64) async throws {
+        _ = try await harness.rows("DELETE FROM revsync_log WHERE revision > \(revision)")
+        _ = try await harness.rows("UPDATE revsync_head SET head = \(revision)")
+    }
+
+    static func history(_ harness: TestHarness) async throws -> String {
+        try await PostgresHistory(database: harness.server.database).read().id
+    }
+
+    /// A sync request naming `history`, its status and error code.
+    static func sync(_ harness: TestHarness, _ device: TestDevice, from revision: Int64, history: String?) async throws -> (HTTPResponse.Status, ErrorBody?, SyncResponse?) {
+        let (status, body) = try await harness.post(device, SyncRequest(maxRevision: revision, history: history), gzip: true)
+        guard status == .ok else { return (status, try? harness.error(body), nil) }
+        return (status, nil, try JSONDecoder().decode(SyncResponse.self, from: Data(body.readableBytesView)))
+    }
+
+    @Test func answersCarryTheDatabasesHistoryAndAnotherIsRefused() async throws {
+        try await withTestServer { harness in
+            let device = try await harness.register()
+            let head = try await CacheTests.write(harness, device, count: 3)
+            let history = try await Self.history(harness)
+            let answer = try await harness.sync(device, from: 0)
+            #expect(answer.history == history)
+            // The plain answer and the JSON snapshot carry it too.
+            let (_, plain) = try await harness.post(device, SyncRequest(maxRevision: head, history: history))
+            #expect(try JSONDecoder().decode(SyncResponse.self, from: Data(plain.readableBytesView)).history == history)
+            let (_, snapshot) = try await harness.raw("/snapshot", method: .get, token: device.token)
+            #expect(try JSONDecoder().decode(SyncResponse.self, from: Data(snapshot.readableBytesView)).history == history)
+
+            #expect(try await Self.sync(harness, device, from: head, history: history).0 == .ok)
+            #expect(try await Self.sync(harness, device, from: head, history: nil).0 == .ok)
+            let (status, error, _) = try await Self.sync(harness, device, from: head, history: UUID().uuidString.lowercased())
+            #expect(status == .conflict)
+            #expect(error?.error == "history_changed")
+            // A writing request too, before anything of it applies.
+            let write = SyncRequest(maxRevision: head, changeSets: CacheTests.notes(from: 4, count: 1), history: "not-this-one")
+            let (writeStatus, writeBody) = try await harness.post(device, write, gzip: false)
+            #expect(writeStatus == .conflict)
+            #expect(try harness.error(writeBody).error == "history_changed")
+            #expect(try await harness.head() == head)
+        }
+    }
+
+    /// The instance reads the head every interval: one below what it saw is a database that went
+    /// back, and it renews the id. A device at a revision the database numbers again is refused.
+    @Test func aDatabaseThatWentBackUnderARunningInstanceRenewsItsHistory() async throws {
+        try await withTestServer(configure: { $0.redisURL = nil; $0.historyCheckInterval = .milliseconds(50) }) { harness in
+            let writer = try await harness.register(name: "writer")
+            let reader = try await harness.register(name: "reader")
+            let head = try await CacheTests.write(harness, writer, count: 5)
+            let old = try await Self.history(harness)
+            #expect(try await harness.sync(reader, from: 0).history == old)
+            try await eventually("the instance seeing head \(head)") { harness.server.history.history.highestSeen >= head }
+
+            try await Self.goBack(harness, to: 2)
+            try await eventually("the history renewed") { try await Self.history(harness) != old }
+            let renewed = try await Self.history(harness)
+            try await eventually("the instance holding the new id") { harness.server.history.history.id == renewed }
+            // The reader held revisions 3…5 of the old line: the database numbers its next commits so.
+            _ = try await harness.sync(writer, from: 2, CacheTests.notes(from: 6, count: 3))
+            #expect(try await harness.head() == 5)
+            let (status, error, _) = try await Self.sync(harness, reader, from: 5, history: old)
+            #expect(status == .conflict)
+            #expect(error?.error == "history_changed")
+            let (fresh, _, answer) = try await Self.sync(harness, reader, from: 5, history: renewed)
+            #expect(fresh == .ok)
+            #expect(answer?.history == renewed)
+        }
+    }
+
+    /// The check every interval can miss a rewind: the database may number past what the instance
+    /// saw before the next read. The instance's own commits reveal it: a batch numbered at or
+    /// below what it saw before.
+    @Test func aBatchNumberedBelowWhatTheInstanceSawRenewsTheHistory() async throws {
+        try await withTestServer(configure: { $0.redisURL = nil; $0.historyCheckInterval = .seconds(600) }) { harness in
+            let writer = try await harness.register(name: "writer")
+            let head = try await CacheTests.write(harness, writer, count: 5)
+            let old = try await Self.history(harness)
+            try await Self.goBack(harness, to: 3)
+            // Past the old head before any read: a head read alone sees nothing wrong.
+            _ = try await harness.sync(writer, from: 3, CacheTests.notes(from: 6, count: 4))
+            #expect(try await harness.head() == head + 2)
+            #expect(try await Self.history(harness) == old)
+            // The watch's next tick, run now.
+            let renewed = try await harness.server.history.check()
+            #expect(renewed != old)
+            #expect(try await Self.history(harness) == renewed)
+            // And only once: the next tick finds nothing to renew.
+            #expect(try await harness.server.history.check() == renewed)
+        }
+    }
+
+    /// Another instance (or `revsync restored`) renewed the id: a request naming the new one is
+    /// answered at once (the instance reads the id again rather than refuse it), and one naming
+    /// the old one is refused from the next read on.
+    @Test func anIdRenewedElsewhereIsLearned() async throws {
+        try await withTestServer(configure: { $0.historyCheckInterval = .seconds(600) }) { harness in
+            let device = try await harness.register()
+            let head = try await CacheTests.write(harness, device, count: 2)
+            let old = try await Self.history(harness)
+            let renewed = try await PostgresHistory(database: harness.server.database).renew(from: old)
+            #expect(renewed != old)
+            let (status, _, answer) = try await Self.sync(harness, device, from: head, history: renewed)
+            #expect(status == .ok)
+            #expect(answer?.history == renewed)
+            let (refused, error, _) = try await Self.sync(harness, device, from: head, history: old)
+            #expect(refused == .conflict)
+            #expect(error?.error == "history_changed")
+        }
+    }
+
+    /// A cache ahead of PostgreSQL is a database that went back: the id is renewed with the drop.
+    @Test func aCacheAheadOfPostgresRenewsTheHistory() async throws {
+        try await withTestServer(configure: { $0.historyCheckInterval = .milliseconds(50) }) { harness in
+            let writer = try await harness.register(name: "writer")
+            let head = try await CacheTests.write(harness, writer, count: 3)
+            let old = try await Self.history(harness)
+            let keys = try await CacheTests.keys(harness)
+            let redis = try CacheTests.redis(harness.server.settings.redisURL)
+            try await redis.set(keys.head, ByteBuffer(string: String(head + 4)))
+            try await eventually("the history renewed") { try await Self.history(harness) != old }
+            await redis.shutdown()
+        }
+    }
+
+    /// The SQLite snapshot file says whose history its records are of, and a file of the old id
+    /// is never served once the id is renewed, even at the head it was built at.
+    @Test func aSnapshotFileOfAnOldHistoryIsNotServed() async throws {
+        try await withTestServer(configure: { $0.historyCheckInterval = .milliseconds(50) }) { harness in
+            let device = try await harness.register()
+            let head = try await CacheTests.write(harness, device, count: 3)
+            let old = try await Self.history(harness)
+            #expect(try await Self.fileMeta(harness, device).history == old)
+            let renewed = try await PostgresHistory(database: harness.server.database).renew(from: old)
+            try await eventually("the instance holding the new id") { harness.server.history.history.id == renewed }
+            let meta = try await Self.fileMeta(harness, device)
+            #expect(meta.history == renewed)
+            #expect(meta.revision == head)
+        }
+    }
+
+    static func fileMeta(_ harness: TestHarness, _ device: TestDevice) async throws -> SnapshotFileMeta {
+        let (status, _, body) = try await SnapshotFileTests.fetch(harness, device)
+        guard status == .ok else { throw TestSetupError("GET /snapshot answered \(status)") }
+        let path = try SnapshotFileTests.save(body)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let tables = harness.server.schema.entities.map { SnapshotTable(name: $0.name, attributes: $0.attributes) }
+        return try SnapshotFileCheck.check(path: path, tables: tables, schemaVersion: harness.server.schema.version)
+    }
+
+    @Test func theRules() throws {
+        #expect(throws: Never.self) { try HistoryRules.check(claimed: nil, current: "a") }
+        #expect(throws: Never.self) { try HistoryRules.check(claimed: "a", current: nil) }
+        #expect(throws: Never.self) { try HistoryRules.check(claimed: "a", current: "a") }
+        #expect(throws: SyncRefusal.self) { try HistoryRules.check(claimed: "a", current: "b") }
+        #expect(HistoryRules.wentBack(head: 4, highestSeen: 5))
+        #expect(!HistoryRules.wentBack(head: 5, highestSeen: 5))
+        #expect(ErrorCode.historyChanged.status == 409)
+    }
+}
