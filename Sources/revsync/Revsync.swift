@@ -92,7 +92,7 @@ struct Restored: AsyncParsableCommand {
         let (old, new, head) = try await withRunning(server.postgresService) {
             let store = PostgresHistory(database: server.database)
             let (head, old) = try await store.read()
-            return (old, try await store.renew(from: old), head)
+            return (old, try await store.renew(from: old).id, head)
         }
         print("history \(old) renewed as \(new) at revision \(head): devices holding the old one load a new snapshot")
     }

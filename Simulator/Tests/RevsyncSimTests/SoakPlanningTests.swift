@@ -76,14 +76,21 @@ import Testing
             #expect(!plan.contains { lifecycles.contains($0.kind) && $0.at <= window.upperBound && $0.at + $0.duration >= window.lowerBound }, "seed \(seed)")
             #expect(plan.filter { $0.kind == .deviceJoin }.count == 5)
         }
+        // A minute (the CI soak's): at 51 s, put back 4.8 s later, every device-side fault kept.
+        for seed in UInt64(1)...40 {
+            let short = FaultPlan.make(workload: .seconds(60), faults: all, instances: 1, devices: 50, joining: 5, crashes: 10, seed: seed)
+            let restore = short.first { $0.kind == .databaseRestore }
+            #expect(restore?.at == .seconds(51) && restore?.duration == .seconds(4.8))
+            #expect(Set(short.filter { FaultKind.deviceSide.contains($0.kind) }.map(\.kind)).count == 4, "seed \(seed)")
+        }
         let without = FaultPlan.make(
             workload: .seconds(600), faults: all.subtracting([.databaseRestore]), instances: 3, devices: 50, joining: 5, crashes: 10, seed: 3)
         #expect(!without.contains { $0.kind == .databaseRestore })
     }
 
     @Test func deviceSideFaultsAreSeededAndEachHitsItsOwnDeviceOnceInAShortRun() {
-        // A database restore clears its window of device-side faults; left out here.
-        let all = Set(FaultKind.switchable).subtracting([.databaseRestore])
+        // In a short run the database restore comes after every device-side fault (below).
+        let all = Set(FaultKind.switchable)
         func plan(_ seed: UInt64) -> [ScheduledFault] {
             FaultPlan.make(workload: .seconds(60), faults: all, instances: 2, devices: 50, joining: 5, crashes: 10, seed: seed)
         }

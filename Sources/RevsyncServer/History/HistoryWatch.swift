@@ -40,16 +40,19 @@ package struct HistoryWatch: Service {
         // started, so the query sees at least as much unless the database went back.
         let before = history.highestSeen
         let (head, id) = try await store.read()
+        // What this instance saw was of the id it holds: only that one is renewed. When the
+        // database holds another already, an instance or an operator renewed it first.
+        let seen = history.id ?? id
         if cacheFoundRewind() {
-            return try await renew(from: id, head: head, why: ["found": "the Redis cache ahead of PostgreSQL"])
+            return try await renew(from: seen, head: head, why: ["found": "the Redis cache ahead of PostgreSQL"])
         }
         if let rewind = history.rewind {
-            return try await renew(from: id, head: head, why: [
+            return try await renew(from: seen, head: head, why: [
                 "committed": "\(rewind.first)", "seenBefore": "\(rewind.highest)",
             ])
         }
         if HistoryRules.wentBack(head: head, highestSeen: before) {
-            return try await renew(from: id, head: head, why: ["head": "\(head)", "seenBefore": "\(before)"])
+            return try await renew(from: seen, head: head, why: ["head": "\(head)", "seenBefore": "\(before)"])
         }
         if let known = history.id, known != id {
             logger.notice("the database's history id changed: devices holding the old one load a new snapshot", metadata: ["history": "\(id)"])
@@ -59,17 +62,22 @@ package struct HistoryWatch: Service {
         return id
     }
 
-    /// Renews the database's id (unless another instance renewed `id` first) and adopts it.
+    /// Renews the database's id (unless it is no longer `id`: another instance renewed it
+    /// first) and adopts the database's.
     @discardableResult
     package func renew(from id: String, head: Int64, why: Logger.Metadata) async throws -> String {
-        let renewed = try await store.renew(from: id)
+        let (current, renewed) = try await store.renew(from: id)
         var metadata = why
-        metadata["history"] = "\(renewed)"
-        logger.warning(
-            "the database went back (restored from a backup, or failed over with commits lost): its history id is renewed, every device loads a new snapshot",
-            metadata: metadata)
-        await changed(renewed)
-        history.adopt(id: renewed, head: head, renewed: true)
-        return renewed
+        metadata["history"] = "\(current)"
+        if renewed {
+            logger.warning(
+                "the database went back (restored from a backup, or failed over with commits lost): its history id is renewed, every device loads a new snapshot",
+                metadata: metadata)
+        } else {
+            logger.notice("the database went back; its history id was renewed already", metadata: metadata)
+        }
+        await changed(current)
+        history.adopt(id: current, head: head, renewed: true)
+        return current
     }
 }

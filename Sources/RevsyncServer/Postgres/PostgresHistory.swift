@@ -16,14 +16,15 @@ package struct PostgresHistory: Sendable {
         return try row.decode((Int64, String).self)
     }
 
-    /// A new id in place of `id`; when another instance renewed `id` already, its id.
-    package func renew(from id: String) async throws -> String {
+    /// A new id in place of `id`, unless the database holds another one already (another
+    /// instance renewed `id` first, or an operator did): then that one, and `renewed` false.
+    package func renew(from id: String) async throws -> (id: String, renewed: Bool) {
         let logger = database.logger
         let rows = try await database.withConnection { connection in
             try await connection.rows(
                 "UPDATE revsync_head SET history = gen_random_uuid() WHERE history::text = \(id) RETURNING history::text", logger)
         }
-        if let renewed = try rows.first?.decode(String.self) { return renewed }
-        return try await read().id
+        if let renewed = try rows.first?.decode(String.self) { return (renewed, true) }
+        return (try await read().id, false)
     }
 }

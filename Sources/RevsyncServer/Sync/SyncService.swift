@@ -61,9 +61,7 @@ package struct SyncService: Sendable {
         logger: Logger
     ) async throws -> SyncAnswer {
         try check(request)
-        if let history, let claimed = request.history, claimed != history.history.id {
-            try await confirmHistory(claimed, history)
-        }
+        if namesAnotherHistory(request) { try await confirmHistory(request) }
         // Two paths, each its own function: an async function's frame is as large as its
         // largest path, and the request's task keeps the high-water mark of its frames for as
         // long as its connection lives (a waiting device's connection included).
@@ -82,11 +80,20 @@ package struct SyncService: Sendable {
         try SeqRules.checkOrder(request.changeSets.compactMap(\.seq))
     }
 
+    /// Whether the request names another history id than this instance holds. Apart, like
+    /// `check`, so that `exchange`'s frame holds a `Bool`, not a copy of the watch.
+    @inline(never)
+    private func namesAnotherHistory(_ request: SyncRequest) -> Bool {
+        guard let history, let claimed = request.history else { return false }
+        return claimed != history.history.id
+    }
+
     /// A request naming another history id than this instance holds: the database's is read
     /// again (another instance may have renewed it, or this one lags), then the rule decides.
     @inline(never)
-    private func confirmHistory(_ claimed: String, _ history: HistoryWatch) async throws {
-        try HistoryRules.check(claimed: claimed, current: try await history.check())
+    private func confirmHistory(_ request: SyncRequest) async throws {
+        guard let history else { return }
+        try HistoryRules.check(claimed: request.history, current: try await history.check())
     }
 
     private var catchUpLimits: CatchUpLimits {

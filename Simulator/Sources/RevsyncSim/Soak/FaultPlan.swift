@@ -53,9 +53,10 @@ struct ScheduledFault: Sendable, Equatable {
 /// 50 %, 65 %, 80 %, 50 % and 25 % of the first period or of the run, whichever is shorter.
 /// A rolling schema upgrade happens once, at a quarter of the run (clear of the kills and
 /// refusals in runs of 10 and 30 minutes: it restarts every instance). A database restore happens
-/// once: the backup at 70 % of the run, put back `restoreAfter` later; no device joins (a join
-/// is moved before), and no device-side fault falls, from 10 s before the backup to 10 s after
-/// the restore (the restore
+/// once: the backup at 70 % of the run, put back `restoreAfter` later (in runs under 5 minutes at
+/// 85 %, put back after 8 % of the run, so that it follows the device-side faults); no device
+/// joins (a join is moved before), and no device-side fault falls, from 10 s (3 % of a short
+/// run) before the backup to as long after the restore (the restore
 /// would undo a registration, revocation, rotation or role change made in between, which a
 /// real deployment's operator would redo by hand). The refusals fall clear of the
 /// kills and restarts in runs of 10 and 30 minutes: their probes of `/ready` would
@@ -107,8 +108,12 @@ enum FaultPlan {
         let crashed = Set(faults.filter { $0.kind == .deviceCrash }.map(\.target))
         faults += deviceSide(total: total, enabled: enabled, devices: devices, crashed: crashed, random: &random)
         if enabled.contains(.databaseRestore) {
-            let restore = ScheduledFault(at: .seconds(total * 0.7), kind: .databaseRestore, target: 0, duration: restoreAfter)
-            let clear = (restore.at - .seconds(10))...(restore.at + restore.duration + .seconds(10))
+            // A short run (the CI soak's minute) restores late and quickly, after its device-side faults.
+            let short = total < 300
+            let span = short ? min(restoreAfter, .seconds(total * 0.08)) : restoreAfter
+            let restore = ScheduledFault(at: .seconds(total * (short ? 0.85 : 0.7)), kind: .databaseRestore, target: 0, duration: span)
+            let margin: Duration = .seconds(min(10, total * 0.03))
+            let clear = (restore.at - margin)...(restore.at + restore.duration + margin)
             // A join is moved before the window (the joiners are counted); the others are dropped.
             for index in faults.indices where faults[index].kind == .deviceJoin && clear.contains(faults[index].at) {
                 faults[index].at = max(.zero, clear.lowerBound - .seconds(5))
