@@ -8,7 +8,10 @@ import ServiceLifecycle
 /// or a cache ahead of PostgreSQL (`RedisChangeLog`). One small query every
 /// `interval`; a renewal made elsewhere (another instance, `revsync restored`) is learned by
 /// the next one, and by any request that names an id this instance does not hold.
-package struct HistoryWatch: Service {
+///
+/// A class: every waiting request holds its `SyncService`, which holds this by one reference
+/// instead of a copy of its fields (a waiter grew by about 100 bytes as a struct).
+package final class HistoryWatch: Service, Sendable {
     package let history: DatasetHistory
     let store: PostgresHistory
     let interval: Duration
@@ -19,9 +22,22 @@ package struct HistoryWatch: Service {
     /// Whether the cache found itself ahead of PostgreSQL since the last call (`RedisChangeLog.takeRewindFound`).
     let cacheFoundRewind: @Sendable () -> Bool
 
+    init(
+        history: DatasetHistory, store: PostgresHistory, interval: Duration, logger: Logger,
+        changed: @escaping @Sendable (String) async -> Void, cacheFoundRewind: @escaping @Sendable () -> Bool
+    ) {
+        self.history = history
+        self.store = store
+        self.interval = interval
+        self.logger = logger
+        self.changed = changed
+        self.cacheFoundRewind = cacheFoundRewind
+    }
+
     package func run() async throws {
         // Both ways out matter: graceful shutdown, and plain cancellation (a cancelled sleep returns at once).
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
+            let interval = self.interval
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
             guard !Task.isShuttingDownGracefully, !Task.isCancelled else { break }
             do {
