@@ -66,9 +66,11 @@ import Testing
             let reader = try await harness.register("viewer", name: "reader")
             let head = try await Self.write(harness, writer, count: 30)
             _ = try await harness.sync(reader, from: head)  // authenticates once
-            // A Redis call that failed (a commit's cache write, or a read timed out, which the
-            // whole suite's first minute has made happen) sends catch-up to PostgreSQL, as it
-            // should. A round that leased a connection is excused only then, and run again.
+            // Leases are counted for the whole instance: a Redis call that failed (a commit's
+            // cache write, or a read timed out, which the whole suite's first minute has made
+            // happen) sends catch-up to PostgreSQL, as it should, and the instance's own first
+            // reads (its history id, at start) run when the loaded machine lets them. A round
+            // that leased a connection is run again; one of three must lease none.
             for round in 1...3 {
                 let before = harness.server.database.leases.value
                 for lag: Int64 in [1, 5, 10, 29, 30, 0] {
@@ -77,8 +79,9 @@ import Testing
                 }
                 let leased = harness.server.database.leases.value - before
                 if leased == 0 { break }
-                try #require(Self.cacheErrors(harness.server) > 0, "catch-up leased \(leased) PostgreSQL connections, and no Redis call had failed")
-                #expect(round < 3, "catch-up leased PostgreSQL connections in every round")
+                #expect(
+                    round < 3,
+                    "catch-up leased PostgreSQL connections in every round (\(leased) in the last; Redis calls failed: \(Self.cacheErrors(harness.server)))")
             }
             let metrics = harness.server.metrics.exposition()
             #expect(metrics.contains("revsync_catchup_duration_seconds_count{source=\"redis\"}"))

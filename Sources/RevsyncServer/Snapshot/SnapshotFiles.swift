@@ -42,6 +42,9 @@ actor SnapshotFiles {
     private var current: SnapshotFileCatalog.File?
     private var builtAt: ContinuousClock.Instant?
     private var building: Task<SnapshotFileCatalog.File, any Error>?
+    /// Counts the builds started: a build that fails after the history id changed (and another
+    /// build started) must not forget that one.
+    private var buildsStarted = 0
     private var lastHead: (value: Int64, at: ContinuousClock.Instant)?
     /// Builds finished, for tests and metrics.
     private(set) var builds = 0
@@ -174,7 +177,8 @@ actor SnapshotFiles {
 
     private func startBuild() -> Task<SnapshotFileCatalog.File, any Error> {
         if let building { return building }
-        let catalog = self.catalog, builder = self.builder, logger = self.logger, work = self.work
+        buildsStarted += 1
+        let catalog = self.catalog, builder = self.builder, logger = self.logger, work = self.work, number = buildsStarted
         // Detached: the build reads and writes for seconds; the actor only records its outcome.
         let task: Task<SnapshotFileCatalog.File, any Error> = Task.detached {
             let started = ContinuousClock.now
@@ -206,7 +210,7 @@ actor SnapshotFiles {
             } catch {
                 if let scratch { try? FileManager.default.removeItem(atPath: scratch) }
                 logger.warning("snapshot file build failed", metadata: ["error": "\(error)"])
-                await self.buildEnded()
+                await self.buildFailed(number)
                 throw error
             }
         }
@@ -214,8 +218,8 @@ actor SnapshotFiles {
         return task
     }
 
-    private func buildEnded() {
-        building = nil
+    private func buildFailed(_ number: Int) {
+        if number == buildsStarted { building = nil }
     }
 
     /// Makes `file` the one served; a build that produced or found it has ended.
