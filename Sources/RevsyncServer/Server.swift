@@ -91,14 +91,15 @@ public struct Server: Sendable {
                 retiredFor: settings.snapshotKeepReplaced),
             head: { try await changeLog.state().head },
             history: { [database] in try await PostgresHistory(database: database).read().id }, logger: logger)
-        let files = snapshotFiles, cache = self.cache
+        let files = snapshotFiles, cache = self.cache, waiters = self.waiters
         history = HistoryWatch(
             history: DatasetHistory(), store: PostgresHistory(database: database), interval: settings.historyCheckInterval, logger: logger,
             changed: { id in
                 await cache?.forgetHistory()
                 await files.historyChanged(to: id)
             },
-            cacheFoundRewind: { cache?.takeRewindFound() ?? false })
+            cacheFoundRewind: { cache?.takeRewindFound() ?? false },
+            adopted: { head in waiters.rewind(to: head) })
         sync = SyncController(
             authenticator: Authenticator(devices: devices), bodyReader: RequestBodyReader(limits: settings.limits),
             service: SyncService(

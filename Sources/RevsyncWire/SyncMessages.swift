@@ -33,12 +33,17 @@ public struct SyncResponse: Sendable, Hashable, Codable {
     /// backup, or failed over with commits lost), and the revisions of an earlier one are not
     /// this database's. The device keeps it and sends it with every request.
     public var history: String?
+    /// In a snapshot (`GET /snapshot`) only: the requesting device's last seq the server had
+    /// handled, read with the records. Its change sets through it are in them, so pending ones
+    /// among them (sent, their answer lost) are not replayed over them.
+    public var lastSeq: Int64?
 
-    public init(maxRevision: Int64, changeSets: [ChangeSet] = [], more: Bool? = nil, history: String? = nil) {
+    public init(maxRevision: Int64, changeSets: [ChangeSet] = [], more: Bool? = nil, history: String? = nil, lastSeq: Int64? = nil) {
         self.maxRevision = maxRevision
         self.changeSets = changeSets
         self.more = more
         self.history = history
+        self.lastSeq = lastSeq
     }
 }
 

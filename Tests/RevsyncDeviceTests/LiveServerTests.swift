@@ -576,6 +576,46 @@ struct LiveServerTests {
         }
     }
 
+    /// A change set the server committed but whose answer was lost is still pending when the
+    /// device loads a snapshot (after `history_changed`, `snapshot_required`, a resync): the
+    /// snapshot holds it, and another device's later write over it. Replayed on top, it undid that
+    /// write, and its repeated acknowledgement (below the snapshot's revision) left it undone:
+    /// the device kept its own old value for good (the CI soak's database restore found it).
+    @Test(.timeLimit(.minutes(3)), arguments: [true, false])
+    func aSnapshotLoadedWhileAnAnswerWasLostKeepsWhatOthersWroteSince(sqliteSnapshots: Bool) async throws {
+        try await withLiveDevices { devices in
+            let seed = try await devices.seed()
+            let transport = FaultInjectingTransport(wrapping: devices.transport())
+            var configuration = devices.configuration(maxAttempts: 1)
+            configuration.sqliteSnapshots = sqliteSnapshots
+            let a = try await devices.device("a", transport: transport, configuration: configuration)
+            try await a.syncOnce()
+            let b = try await devices.bootstrapped("b")
+
+            try await a.transaction { tx in
+                try tx.update("teams", id: seed.team, ["city": "Mine"])
+                try tx.create("notes", ["player_id": .integer(seed.player), "body": "lost answer", "pinned": false])
+            }
+            await transport.inject(.loseResponse)
+            await #expect(throws: SyncTransportError.self) { try await a.syncOnce() }
+            #expect(try await a.status().pendingChangeSets == 1)
+
+            try await b.syncOnce()
+            try await b.transaction { tx in try tx.update("teams", id: seed.team, ["city": "Theirs"]) }
+            try await b.syncOnce()
+            if sqliteSnapshots { _ = try await devices.live.server.rebuildSnapshotFile() }
+
+            try await a.bootstrap()
+            #expect(try await a.record("teams", id: seed.team)?["city"] == "Theirs", "the snapshot's value, not the pending change set's again")
+            let report = try await a.syncOnce()
+            #expect(report.acknowledged == [1], "acknowledged as a repeat")
+            #expect(try await a.status().pendingChangeSets == 0)
+            #expect(try await a.record("teams", id: seed.team)?["city"] == "Theirs")
+            #expect(try await a.records("notes").filter { $0["body"] == "lost answer" }.count == 1, "the note once, under the server's id")
+            try await devices.expectConverged(a, b)
+        }
+    }
+
     // MARK: Retained log
 
     @Test(.timeLimit(.minutes(3)))

@@ -306,6 +306,56 @@ struct ResponseApplierTests {
         #expect(try store.record("leagues", id: 1)?["name"] == "Premier League", "pending edits stay on top")
     }
 
+    @Test func pendingChangeSetsASnapshotHoldsAreNotReplayedOverIt() throws {
+        let store = try seededStore()
+        try edit(store) { tx in try tx.update("teams", id: 10, ["name": "Mine"]) }  // seq 1: committed, its answer lost
+        try edit(store) { tx in try tx.update("leagues", id: 1, ["country": "Wales"]) }  // seq 2: never sent
+
+        // The snapshot holds seq 1 (at revision 5) and another device's later write (revision 7).
+        var snapshot = ChangeSet()
+        snapshot.create("leagues", 1, ["revision": 4, "name": "Premier", "country": "UK"])
+        snapshot.create("teams", 10, ["revision": 7, "league_id": 1, "name": "Theirs", "city": "Leeds"])
+        try SnapshotLoader.load(SyncResponse(maxRevision: 7, changeSets: [snapshot], lastSeq: 1), into: store, schema: TestSchema.schema)
+        #expect(try store.record("teams", id: 10)?["name"] == "Theirs", "seq 1 is in the snapshot: not replayed")
+        #expect(try store.record("leagues", id: 1)?["country"] == "Wales", "seq 2 is not: replayed")
+        #expect(try store.outbox().map(\.seq) == [1, 2], "both stay pending until answered")
+        #expect(try store.meta().committedThrough == 1)
+
+        // Its acknowledgement, a repeat below the snapshot's revision, leaves the records as they are.
+        let repeated = ChangeSet.committed(5, seq: 1) { cs in cs.update("teams", 10, ["revision": 5, "name": "Mine"]) }
+        let outcome = try applier.apply(SyncResponse(maxRevision: 7, changeSets: [repeated]), to: store, sent: [1, 2])
+        #expect(outcome.acknowledged == [1])
+        #expect(try store.record("teams", id: 10)?["name"] == "Theirs")
+        #expect(try store.record("leagues", id: 1)?["country"] == "Wales")
+
+        // Without `lastSeq` (a server from before it) every pending change set is replayed, as before.
+        let older = try seededStore()
+        try edit(older) { tx in try tx.update("teams", id: 10, ["name": "Mine"]) }
+        try SnapshotLoader.load(SyncResponse(maxRevision: 7, changeSets: [snapshot]), into: older, schema: TestSchema.schema)
+        #expect(try older.record("teams", id: 10)?["name"] == "Mine")
+    }
+
+    @Test func aSnapshotsLastSeqMovesTheNextSeqPastItAndChangeSetsRenumberedBelowItAreReplayed() throws {
+        let store = try seededStore()
+        var meta = try store.meta()
+        meta.nextSeq = 5
+        try store.setMeta(meta)
+        try edit(store) { tx in try tx.update("teams", id: 10, ["name": "Mine"]) }  // seq 5
+        var snapshot = ChangeSet()
+        snapshot.create("teams", 10, ["revision": 7, "league_id": 1, "name": "Theirs", "city": "Leeds"])
+        // The server had handled seqs through 8 (an older copy of the file knew of fewer).
+        try SnapshotLoader.load(SyncResponse(maxRevision: 7, changeSets: [snapshot], lastSeq: 8), into: store, schema: TestSchema.schema)
+        #expect(try store.meta().nextSeq == 9)
+        #expect(try store.record("teams", id: 10)?["name"] == "Theirs")
+
+        // The server then forgets them (`sequence_gap`, expecting 3): renumbered, none is in the records.
+        #expect(try OutboxRenumbering.renumber(store, from: 3))
+        #expect(try store.outbox().map(\.seq) == [3])
+        #expect(try store.meta().committedThrough == 2)
+        _ = try applier.apply(SyncResponse(maxRevision: 7, changeSets: []), to: store, sent: [])
+        #expect(try store.record("teams", id: 10)?["name"] == "Mine", "replayed again: the server no longer has it")
+    }
+
     @Test func anOrdinaryCorrectiveAsksForNoSnapshot() throws {
         let store = try seededStore()
         try edit(store) { tx in try tx.update("teams", id: 10, ["name": "Mine"]) }

@@ -85,6 +85,42 @@ import Testing
         }
     }
 
+    /// A request waiting for a commit when the database goes back waits for a revision the new
+    /// line may not reach for long (the CI soak's device sat out its whole wait, then the drain
+    /// took it for converged): it is answered at once, naming the new id, so its device loads a
+    /// new snapshot. A wait of the new line then parks against the new head, not the old one,
+    /// which would wake it at once, again and again.
+    @Test func requestsWaitingWhenTheHistoryIsRenewedAreAnsweredAtOnce() async throws {
+        try await withTestServer(configure: { $0.redisURL = nil; $0.historyCheckInterval = .seconds(600) }) { harness in
+            let writer = try await harness.register(name: "writer")
+            let reader = try await harness.register(name: "reader")
+            let head = try await CacheTests.write(harness, writer, count: 5)
+            let old = try await Self.history(harness)
+            async let waited = harness.post(reader, SyncRequest(maxRevision: head, wait: 60, history: old), gzip: true)
+            try await eventually("the reader waiting") { harness.server.waiters.count == 1 }
+
+            try await Self.goBack(harness, to: 2)
+            let renewed = try await harness.server.history.check()
+            #expect(renewed != old)
+            let started = ContinuousClock.now
+            let (status, body) = try await waited
+            #expect(ContinuousClock.now - started < .seconds(30), "answered by the renewal, not at the end of its wait")
+            #expect(status == .ok)
+            let answer = try JSONDecoder().decode(SyncResponse.self, from: Data(body.readableBytesView))
+            #expect(answer.history == renewed, "the device sees another id than it sent and loads a new snapshot")
+            #expect(answer.changeSets.isEmpty)
+
+            async let next = harness.post(reader, SyncRequest(maxRevision: 2, wait: 60, history: renewed), gzip: true)
+            try await eventually("the reader waiting at the new head") { harness.server.waiters.count == 1 }
+            _ = try await harness.sync(writer, from: 2, CacheTests.notes(from: 6, count: 1))
+            let (nextStatus, nextBody) = try await next
+            #expect(nextStatus == .ok)
+            let woken = try JSONDecoder().decode(SyncResponse.self, from: Data(nextBody.readableBytesView))
+            #expect(woken.changeSets.map(\.revision) == [3], "woken by the new line's commit")
+            #expect(woken.history == renewed)
+        }
+    }
+
     /// The check every interval can miss a rewind: the database may number past what the instance
     /// saw before the next read. The instance's own commits reveal it: a batch numbered at or
     /// below what it saw before.

@@ -6,8 +6,8 @@ import Testing
 /// The CI soak: 50 devices for 60 s on the terrible link against a real server
 /// process (debug build), one server kill -9, one Redis FLUSHALL, the snapshot files
 /// removed under the server, one device restored from an older copy of its file, one
-/// device revoked, one member downgraded to viewer and one device's token rotated, then
-/// the full verdict. It takes about two minutes of two cores, so it runs alone:
+/// device revoked, one member downgraded to viewer, one device's token rotated and the
+/// database restored from a backup under the running server, then the full verdict. It takes about two minutes of two cores, so it runs alone:
 /// `Scripts/test` runs it after the other tests with REVSYNC_CI_SOAK=1.
 @Suite(.enabled(if: ProcessInfo.processInfo.environment["REVSYNC_CI_SOAK"] == "1", "set REVSYNC_CI_SOAK=1 (Scripts/test does)"))
 struct CISoakTests {
@@ -21,7 +21,8 @@ struct CISoakTests {
         let redis = try await ThrowawayRedisServer.start()
         let name = "revsync_soak_ci_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
         let runDirectory = FileManager.default.temporaryDirectory.appendingPathComponent(name).path
-        let seed = UInt64.random(in: 1...UInt64(Int64.max))
+        // REVSYNC_CI_SOAK_SEED replays a run's plan (the links' timing still varies).
+        let seed = ProcessInfo.processInfo.environment["REVSYNC_CI_SOAK_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(Int64.max))
         var settings = SoakSettings(
             seed: seed, runDirectory: runDirectory, serverExecutable: server, databaseURL: TestDatabase.serverURL,
             redisURL: "redis://127.0.0.1:\(redis.port)", schemaPath: defaultSchemaPath,
@@ -31,9 +32,9 @@ struct CISoakTests {
         settings.workload = .seconds(60)
         settings.link = "terrible"
         settings.seedRecords = 5_000
-        // Not `databaseRestore` yet: a run of it (seed 318698128944653373) left one device with a record
-        // of a revision the restore took away (docs/performance.md, "the history id").
-        settings.faults = [.serverKill, .redisFlush, .snapshotRemoved, .deviceRestore, .deviceRevoke, .deviceRoleDowngrade, .deviceRotate]
+        settings.faults = [
+            .serverKill, .redisFlush, .snapshotRemoved, .deviceRestore, .deviceRevoke, .deviceRoleDowngrade, .deviceRotate, .databaseRestore,
+        ]
         settings.drainBound = .seconds(240)
         settings.showProgress = true
         settings.replayCommand = "REVSYNC_CI_SOAK=1 swift test --filter CISoakTests (seed \(seed))"
@@ -41,9 +42,10 @@ struct CISoakTests {
 
         let report = try await SoakRun(settings: settings).run()
 
+        // A failed run's database stays, next to its report, for the search of what went wrong.
         var url = URLComponents(string: TestDatabase.serverURL)
         url?.path = "/" + name
-        if let url = url?.string { await TestDatabase.drop(url) }
+        if report.verdict.passed, let url = url?.string { await TestDatabase.drop(url) }
         for check in report.verdict.checks {
             #expect(check.passed, "\(check.name): \(check.detail) (seed \(seed), report in \(runDirectory))")
         }
@@ -58,6 +60,7 @@ struct CISoakTests {
         #expect(report.faults["device_revoke"] == 1)
         #expect(report.faults["device_role_downgrade"] == 1)
         #expect(report.faults["device_rotate"] == 1)
+        #expect(report.faults["database_restore"] == 1)
         #expect(report.events.contains { $0.kind == "device_token_renewed" }, "the rotated device was never given its new token")
         #expect(report.events.contains { $0.kind == "device_restored" }, "the restore never finished")
         #expect(report.convergence.revokedDevices == 1)

@@ -21,6 +21,9 @@ public enum OutboxRenumbering {
         }
         var meta = try store.meta()
         meta.nextSeq = next
+        // The server has none of them: none is in the records (a snapshot's `lastSeq` was of
+        // what the server has forgotten since).
+        meta.committedThrough = min(meta.committedThrough, expected - 1)
         try store.setMeta(meta)
         return true
     }

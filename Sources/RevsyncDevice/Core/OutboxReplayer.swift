@@ -3,15 +3,19 @@ import RevsyncWire
 /// Re-applies pending local change sets on top of the records, so that local
 /// edits stay visible over data the server just sent ("rebase").
 ///
-/// Replaying the whole outbox over records that already include it changes
+/// Replaying a pending change set over records that already include it changes
 /// nothing, so the rules replay everything after writing server data instead of
 /// tracking which pending edit touched which record. Within a change set the
 /// order is the server's: creates, then updates, then deletes.
+///
+/// Except over a snapshot that holds a change set still pending (committed, its answer
+/// lost) *and later writes over it*: replayed, it would undo those. The snapshot says which
+/// seqs it holds (`committedThrough`); those are not replayed.
 enum OutboxReplayer {
-    static func replay(_ outbox: [ChangeSet], editor: inout StoreEditor) throws {
+    static func replay(_ outbox: [ChangeSet], editor: inout StoreEditor, committedThrough: Int64 = 0) throws {
         let schema = editor.schema
         let store = editor.store
-        for changeSet in outbox {
+        for changeSet in outbox where (changeSet.seq ?? .max) > committedThrough {
             let entities = changeSet.types.filter { schema.entityIfKnown($0) != nil }
             for entity in entities {
                 guard let changes = changeSet.entities[entity] else { continue }

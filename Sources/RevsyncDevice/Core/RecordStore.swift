@@ -19,10 +19,15 @@ public struct DeviceMeta: Sendable, Hashable {
     /// every request: a database that went back since refuses it (`409 history_changed`). Nil:
     /// never received (a server from before it).
     public var history: String?
+    /// The last seq of this device the server had handled when the records were loaded from a
+    /// snapshot (its `lastSeq`): pending change sets through it are in the records already
+    /// (sent, their answer lost), so they are not replayed over them (`OutboxReplayer`), and
+    /// their acknowledgement, when it comes, finds the records as the server has them. 0: none.
+    public var committedThrough: Int64
 
     public init(
         maxRevision: Int64 = 0, nextSeq: Int64 = 1, nextTemporaryId: Int64 = -1, bootstrapped: Bool = false, needsResync: Bool = false,
-        history: String? = nil
+        history: String? = nil, committedThrough: Int64 = 0
     ) {
         self.maxRevision = maxRevision
         self.nextSeq = nextSeq
@@ -30,6 +35,7 @@ public struct DeviceMeta: Sendable, Hashable {
         self.bootstrapped = bootstrapped
         self.needsResync = needsResync
         self.history = history
+        self.committedThrough = committedThrough
     }
 }
 

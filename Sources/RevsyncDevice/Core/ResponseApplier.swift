@@ -250,7 +250,7 @@ extension ResponseApplier {
             }
             meta.maxRevision = max(meta.maxRevision, maxRevision)
             try store.setMeta(meta)
-            try OutboxReplayer.replay(outbox, editor: &editor)
+            try OutboxReplayer.replay(outbox, editor: &editor, committedThrough: meta.committedThrough)
             outcome.maxRevision = meta.maxRevision
             outcome.more = more
             outcome.changes = editor.changes

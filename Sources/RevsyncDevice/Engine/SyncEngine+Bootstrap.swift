@@ -81,7 +81,7 @@ extension SyncEngine {
                 "the SQLite snapshot says revision \(meta.revision), its answer said \(download.revision); downloading it again")
         }
         let records = try await database.writer.writeWithoutTransaction { db in
-            try SnapshotFileLoader.load(target, at: meta.revision, history: meta.history, layout: layout, into: db)
+            try SnapshotFileLoader.load(target, at: meta.revision, history: meta.history, lastSeq: download.lastSeq, layout: layout, into: db)
         }
         return (meta.revision, records)
     }

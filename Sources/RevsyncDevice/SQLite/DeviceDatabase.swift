@@ -80,6 +80,7 @@ enum MetaKey {
     static let bootstrapped = "bootstrapped"
     static let needsResync = "needsResync"
     static let history = "history"
+    static let committedThrough = "committedThrough"
     static let schema = "schema"
     static let token = "token"
     static let deviceId = "deviceId"

@@ -135,6 +135,7 @@ final class SQLiteRecordStore: RecordStore {
             case MetaKey.nextTemporaryId: meta.nextTemporaryId = number
             case MetaKey.bootstrapped: meta.bootstrapped = number != 0
             case MetaKey.needsResync: meta.needsResync = number != 0
+            case MetaKey.committedThrough: meta.committedThrough = number
             default: continue
             }
         }
@@ -154,6 +155,7 @@ final class SQLiteRecordStore: RecordStore {
         try statement.execute(arguments: [MetaKey.bootstrapped, meta.bootstrapped ? 1 : 0])
         try statement.execute(arguments: [MetaKey.needsResync, meta.needsResync ? 1 : 0])
         try statement.execute(arguments: [MetaKey.history, meta.history])
+        try statement.execute(arguments: [MetaKey.committedThrough, meta.committedThrough])
     }
 
     // MARK: Outbox

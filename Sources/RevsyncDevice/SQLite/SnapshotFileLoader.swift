@@ -10,7 +10,8 @@ enum SnapshotFileLoader {
     static let attachedName = "revsync_snapshot_file"
 
     /// - Returns: the number of records loaded.
-    static func load(_ path: String, at revision: Int64, history: String?, layout: SQLiteLayout, into db: Database) throws -> Int {
+    /// - Parameter lastSeq: the device's last seq the server had handled (`SnapshotLoader.settle`).
+    static func load(_ path: String, at revision: Int64, history: String?, lastSeq: Int64?, layout: SQLiteLayout, into db: Database) throws -> Int {
         // ATTACH cannot run inside a transaction.
         try db.execute(sql: "ATTACH DATABASE ? AS \(attachedName)", arguments: [path])
         defer { try? db.execute(sql: "DETACH DATABASE \(attachedName)") }
@@ -24,7 +25,7 @@ enum SnapshotFileLoader {
                 try db.execute(sql: "INSERT INTO main.\(name) (\(columns)) SELECT \(columns) FROM \(attachedName).\(name)")
                 count += db.changesCount
             }
-            try SnapshotLoader.settle(store, at: revision, history: history, schema: layout.schema)
+            try SnapshotLoader.settle(store, at: revision, history: history, lastSeq: lastSeq, schema: layout.schema)
             return .commit
         }
         return count

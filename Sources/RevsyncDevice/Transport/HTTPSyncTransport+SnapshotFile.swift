@@ -84,6 +84,8 @@ extension HTTPSyncTransport {
             throw ErrorResponseMapper.error(status: status, body: Array(body.readableBytesView), retryAfter: response.headers["Retry-After"].first)
         }
 
+        // Read by the server after the file's records, on this answer as on the first.
+        let lastSeq = response.headers["Revsync-Device-Last-Seq"].first.flatMap { Int64($0) }
         if !append {
             try? files.removeItem(atPath: part)
             guard files.createFile(atPath: part, contents: nil) else {
@@ -136,7 +138,7 @@ extension HTTPSyncTransport {
         sizes.responseRawBytes = bytes
         return SnapshotFileDownload(
             path: path, revision: state.revision, schemaVersion: state.schemaVersion, digest: digest, etag: state.etag, bytes: bytes,
-            receivedBytes: received, resumed: append)
+            receivedBytes: received, resumed: append, lastSeq: lastSeq)
     }
 }
 

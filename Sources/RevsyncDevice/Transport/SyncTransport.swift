@@ -59,9 +59,14 @@ public struct SnapshotFileDownload: Sendable, Hashable {
     public var receivedBytes: Int
     /// Whether this call continued an earlier, interrupted one.
     public var resumed: Bool
+    /// The device's last seq the server had handled when it answered (`Revsync-Device-Last-Seq`,
+    /// read after the file's records): its pending change sets through it are not replayed over
+    /// the file. Nil from a server without it.
+    public var lastSeq: Int64?
 
     public init(
-        path: String, revision: Int64, schemaVersion: Int, digest: String, etag: String, bytes: Int, receivedBytes: Int, resumed: Bool
+        path: String, revision: Int64, schemaVersion: Int, digest: String, etag: String, bytes: Int, receivedBytes: Int, resumed: Bool,
+        lastSeq: Int64? = nil
     ) {
         self.path = path
         self.revision = revision
@@ -71,6 +76,7 @@ public struct SnapshotFileDownload: Sendable, Hashable {
         self.bytes = bytes
         self.receivedBytes = receivedBytes
         self.resumed = resumed
+        self.lastSeq = lastSeq
     }
 }
 

@@ -21,10 +21,14 @@ package final class HistoryWatch: Service, Sendable {
     let changed: @Sendable (String) async -> Void
     /// Whether the cache found itself ahead of PostgreSQL since the last call (`RedisChangeLog.takeRewindFound`).
     let cacheFoundRewind: @Sendable () -> Bool
+    /// Called with the database's head once a new id is held (answers carry it): the requests
+    /// waiting for a commit are answered now (`CommitWaiters.rewind`).
+    let adopted: @Sendable (_ head: Int64) -> Void
 
     init(
         history: DatasetHistory, store: PostgresHistory, interval: Duration, logger: Logger,
-        changed: @escaping @Sendable (String) async -> Void, cacheFoundRewind: @escaping @Sendable () -> Bool
+        changed: @escaping @Sendable (String) async -> Void, cacheFoundRewind: @escaping @Sendable () -> Bool,
+        adopted: @escaping @Sendable (_ head: Int64) -> Void = { _ in }
     ) {
         self.history = history
         self.store = store
@@ -32,6 +36,7 @@ package final class HistoryWatch: Service, Sendable {
         self.logger = logger
         self.changed = changed
         self.cacheFoundRewind = cacheFoundRewind
+        self.adopted = adopted
     }
 
     package func run() async throws {
@@ -70,11 +75,13 @@ package final class HistoryWatch: Service, Sendable {
         if HistoryRules.wentBack(head: head, highestSeen: before) {
             return try await renew(from: seen, head: head, why: ["head": "\(head)", "seenBefore": "\(before)"])
         }
-        if let known = history.id, known != id {
+        let known = history.id
+        if let known, known != id {
             logger.notice("the database's history id changed: devices holding the old one load a new snapshot", metadata: ["history": "\(id)"])
             await changed(id)
         }
         history.adopt(id: id, head: head)
+        if let known, known != id { adopted(head) }
         return id
     }
 
@@ -94,6 +101,7 @@ package final class HistoryWatch: Service, Sendable {
         }
         await changed(current)
         history.adopt(id: current, head: head, renewed: true)
+        adopted(head)
         return current
     }
 }

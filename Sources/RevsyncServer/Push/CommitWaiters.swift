@@ -109,6 +109,15 @@ package final class CommitWaiters: Sendable {
         return ticket
     }
 
+    /// The database went back (its history id was renewed): the head falls to `head`, and every
+    /// wait ends now, as `released`. A waiter of the old line waits for a revision the new line
+    /// may not reach for long, and its answer now names the new id, so that its device loads a
+    /// new snapshot at once. Later waits park against the new head: the old one, kept, would
+    /// wake them at once, again and again, until the new line passed it.
+    package func rewind(to head: Int64) {
+        endAll { $0.head = head }
+    }
+
     /// Ends one wait now, as `released`, if it has not ended yet.
     package func release(_ ticket: Ticket) {
         end(ticket, .released)
@@ -116,16 +125,20 @@ package final class CommitWaiters: Sendable {
 
     /// Ends every wait at once and every later one before it starts (shutdown).
     package func close() {
+        endAll { $0.closed = true }
+    }
+
+    /// Ends every wait now, as `released`, after `change` under the same lock.
+    private func endAll(_ change: (inout State) -> Void) {
         let all: [Waiter] = state.withLock { state in
-            state.closed = true
-            defer {
-                state.waiters = [:]
-                state.deadlines = WaitDeadlines()
-                state.timer?.task.cancel()
-                state.timer = nil
-                changed(0)
-            }
-            return Array(state.waiters.values)
+            change(&state)
+            let all = Array(state.waiters.values)
+            state.waiters = [:]
+            state.deadlines = WaitDeadlines()
+            state.timer?.task.cancel()
+            state.timer = nil
+            changed(0)
+            return all
         }
         let result = WaitResult(ending: .released, at: .now)
         for waiter in all { waiter.resume(result) }

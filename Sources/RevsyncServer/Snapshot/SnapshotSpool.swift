@@ -17,13 +17,14 @@ struct SnapshotSpool: Sendable {
     let readers: ConcurrencyGate
 
     /// Writes the snapshot (gzip-compressed, or not) and returns the file's path and size;
-    /// the caller removes the file once it is sent.
-    func write(gzip: Bool) async throws -> (path: String, size: Int) {
+    /// the caller removes the file once it is sent. `device`: the requesting device's id
+    /// (`SnapshotStreamer`).
+    func write(gzip: Bool, device: Int64? = nil) async throws -> (path: String, size: Int) {
         let spool = self
-        return try await readers.run { try await spool.written(gzip: gzip) }
+        return try await readers.run { try await spool.written(gzip: gzip, device: device) }
     }
 
-    private func written(gzip: Bool) async throws -> (path: String, size: Int) {
+    private func written(gzip: Bool, device: Int64?) async throws -> (path: String, size: Int) {
         let path = try work.path() + "/snapshot-\(UUID().uuidString.lowercased())" + (gzip ? ".json.gz" : ".json")
         guard FileManager.default.createFile(atPath: path, contents: nil), let output = FileHandle(forWritingAtPath: path) else {
             throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path])
@@ -37,12 +38,12 @@ struct SnapshotSpool: Sendable {
             }
             if gzip {
                 let stream = try GzipStream()
-                try await streamer.stream { chunk in
+                try await streamer.stream(for: device) { chunk in
                     for part in try stream.compress(chunk) { try emit(part) }
                 }
                 for part in try stream.finish() { try emit(part) }
             } else {
-                try await streamer.stream { chunk in try emit(chunk) }
+                try await streamer.stream(for: device) { chunk in try emit(chunk) }
             }
         } catch {
             try? FileManager.default.removeItem(atPath: path)

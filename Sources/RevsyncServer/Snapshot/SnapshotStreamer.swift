@@ -17,13 +17,20 @@ struct SnapshotStreamer: Sendable {
     /// is written.
     var pageSize = 2_000
 
-    func stream(_ emit: (ByteBuffer) async throws -> Void) async throws {
+    /// - Parameter device: the requesting device's id: the snapshot says which of its change
+    ///   sets its records hold (`"lastSeq"`), read in the same transaction.
+    func stream(for device: Int64? = nil, _ emit: (ByteBuffer) async throws -> Void) async throws {
         let logger = database.logger
         let schema = self.schema, chunkSize = self.chunkSize, pageSize = self.pageSize
         try await database.streamingTransaction("REPEATABLE READ READ ONLY") { connection in
             let headRows = try await connection.rows("SELECT head, history::text FROM revsync_head", logger)
             guard let (head, history) = try headRows.first?.decode((Int64, String).self) else {
                 throw StoreError.inconsistent("revsync_head has no row: the database is not migrated")
+            }
+            var lastSeq: Int64?
+            if let device {
+                let rows = try await connection.rows("SELECT last_seq FROM revsync_devices WHERE id = \(device)", logger)
+                lastSeq = try rows.first?.decode(Int64.self)
             }
             var out = JSONWriter(capacity: chunkSize + 4096)
             func flush(force: Bool) async throws {
@@ -36,6 +43,12 @@ struct SnapshotStreamer: Sendable {
             // The history id the records are of, read in the same transaction (`HistoryRules`).
             out.raw(",\"history\":")
             out.string(history)
+            // The device's change sets through this seq are in these records: pending ones among
+            // them are not replayed over them (`SnapshotLoader`).
+            if let lastSeq {
+                out.raw(",\"lastSeq\":")
+                out.integer(lastSeq)
+            }
             out.raw(",\"changeSets\":[{\"conflict\":false,\"revision\":")
             out.integer(head)
             out.raw(",\"types\":")

@@ -9,9 +9,18 @@ struct RecordingTransport: SyncTransport {
     let ledger: AcknowledgementLedger
     /// Called as the answer arrives: the moment the device has its acknowledgements.
     var onAcknowledged: (@Sendable ([Int64]) -> Void)?
+    /// Every exchange, a line each, when the run asks for traces (`ExchangeTrace`).
+    var trace: ExchangeTrace?
 
     func sync(_ request: SyncRequest, token: String) async throws -> SyncResponse {
-        let response = try await base.sync(request, token: token)
+        let response: SyncResponse
+        do {
+            response = try await base.sync(request, token: token)
+            trace?.sync(request, .success(response))
+        } catch {
+            trace?.sync(request, .failure(error))
+            throw error
+        }
         ledger.record(request, response)
         if let onAcknowledged, !request.changeSets.isEmpty {
             let sent = Set(request.changeSets.compactMap(\.seq))
@@ -25,7 +34,14 @@ struct RecordingTransport: SyncTransport {
     }
 
     func snapshot(token: String) async throws -> SyncResponse {
-        try await base.snapshot(token: token)
+        do {
+            let snapshot = try await base.snapshot(token: token)
+            trace?.snapshot(.success(snapshot))
+            return snapshot
+        } catch {
+            trace?.snapshot(.failure(error))
+            throw error
+        }
     }
 
     func schema(token: String) async throws -> SchemaDocument {
@@ -41,6 +57,13 @@ struct RecordingTransport: SyncTransport {
     }
 
     func snapshotFile(token: String, to path: String, minimumRevision: Int64) async throws -> SnapshotFileDownload? {
-        try await base.snapshotFile(token: token, to: path, minimumRevision: minimumRevision)
+        do {
+            let download = try await base.snapshotFile(token: token, to: path, minimumRevision: minimumRevision)
+            trace?.snapshotFile(minimum: minimumRevision, .success(download.map { .init(revision: $0.revision, digest: $0.digest, lastSeq: $0.lastSeq) }))
+            return download
+        } catch {
+            trace?.snapshotFile(minimum: minimumRevision, .failure(error))
+            throw error
+        }
     }
 }

@@ -122,7 +122,8 @@ actor VirtualDevice {
         let transport = HTTPSyncTransport(configuration: transportConfiguration)
         let engineTransport = RecordingTransport(
             base: transport, ledger: AcknowledgementLedger(),
-            onAcknowledged: { revisions in visibility.acknowledged(revisions, by: index) })
+            onAcknowledged: { revisions in visibility.acknowledged(revisions, by: index) },
+            trace: ExchangeTrace.ifEnabled(path: plan.databasePath + ".trace"))
         let engine = try SyncEngine(
             databasePath: plan.databasePath, transport: engineTransport, configuration: configuration(plan, visibility: visibility))
         if bootstrapThroughLink { try await engine.useToken(registered.token, deviceId: registered.deviceId) }
@@ -242,9 +243,12 @@ actor VirtualDevice {
     }
 
     /// Whether the device has sent everything and holds revision `head`.
-    func hasConverged(to head: Int64) async -> Bool {
-        await observeStatus()
-        return pending == 0 && maxRevision >= head
+    /// - Parameter history: the database's history id, when known: a device still holding
+    ///   another (a waiter of the old line, say) has not converged, whatever its revision.
+    func hasConverged(to head: Int64, history: String? = nil) async -> Bool {
+        guard let status = await observeStatus() else { return false }
+        // The revision it holds now, not the highest seen: after a restore it goes back.
+        return pending == 0 && status.maxRevision >= head && (history == nil || status.history == history)
     }
 
     /// The engine, for the verdict (after `shutdown()` it is closed: read before).
@@ -366,12 +370,14 @@ actor VirtualDevice {
         return min(8, -log(1 - unit))
     }
 
-    func observeStatus() async {
-        guard let status = try? await engine.status() else { return }
+    @discardableResult
+    func observeStatus() async -> DeviceStatus? {
+        guard let status = try? await engine.status() else { return nil }
         if status.maxRevision < maxRevision {
             regressions.append((maxRevision, status.maxRevision))
         }
         maxRevision = max(maxRevision, status.maxRevision)
         pending = status.pendingChangeSets
+        return status
     }
 }

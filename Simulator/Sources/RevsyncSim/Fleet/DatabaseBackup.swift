@@ -21,10 +21,20 @@ struct DatabaseBackup: Sendable {
         return DatabaseBackup(path: path, head: head, history: history)
     }
 
-    /// Puts the dump back into the database at `databaseURL`.
-    func restore(into databaseURL: String, logPath: String) async throws {
-        try await Self.run(
-            ["pg_restore", "--clean", "--if-exists", "--no-owner", "--single-transaction", "--dbname=\(databaseURL)", path], logPath: logPath)
+    /// Puts the dump back into the database at `databaseURL`. Under running servers its drops can
+    /// deadlock with a commit (the restore waits for a table the commit holds while the commit
+    /// waits for one the restore has dropped); PostgreSQL then rolls the whole restore back, and it
+    /// is run again, as an operator would, up to `attempts` times.
+    func restore(into databaseURL: String, logPath: String, attempts: Int = 5) async throws {
+        for attempt in 1...attempts {
+            do {
+                return try await Self.run(
+                    ["pg_restore", "--clean", "--if-exists", "--no-owner", "--single-transaction", "--dbname=\(databaseURL)", path],
+                    logPath: logPath)
+            } catch let error as FleetError where attempt < attempts && "\(error)".contains("deadlock detected") {
+                try await Task.sleep(for: .milliseconds(200))
+            }
+        }
     }
 
     /// The head and history of `revsync_head`'s COPY block in a plain SQL dump.

@@ -55,19 +55,19 @@ enum SoakDatabase {
 
     /// The database's history id (`revsync_head.history`), or nil when it cannot be read.
     static func history(_ client: PostgresClient, logger: Logger) async -> String? {
-        do {
-            let rows = try await client.query("SELECT history::text FROM revsync_head", logger: logger).collect()
-            return try rows.first?.decode(String.self)
-        } catch {
-            return nil
-        }
+        await state(client, logger: logger)?.history
     }
 
     /// The server's head revision, or nil while PostgreSQL does not answer (e.g. it is restarting).
     static func head(_ client: PostgresClient, logger: Logger) async -> Int64? {
+        await state(client, logger: logger)?.head
+    }
+
+    /// Both, read together; nil while PostgreSQL does not answer.
+    static func state(_ client: PostgresClient, logger: Logger) async -> (head: Int64, history: String)? {
         do {
-            let rows = try await client.query("SELECT head FROM revsync_head", logger: logger).collect()
-            return try rows.first?.decode(Int64.self)
+            let rows = try await client.query("SELECT head, history::text FROM revsync_head", logger: logger).collect()
+            return try rows.first?.decode((Int64, String).self)
         } catch {
             return nil
         }

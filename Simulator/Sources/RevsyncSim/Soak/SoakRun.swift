@@ -233,11 +233,13 @@ public actor SoakRun {
         let start = clock.now
         let deadline = start + settings.drainBound
         while true {
-            let head = await SoakDatabase.head(client, logger: logger) ?? self.head
+            let state = await SoakDatabase.state(client, logger: logger)
+            let head = state?.head ?? self.head
             self.head = head
+            let history = state?.history
             var waiting: [Int] = []
             for (index, device) in devices.enumerated() where !revokedDevices.contains(index) {
-                if await !device.hasConverged(to: head) { waiting.append(index) }
+                if await !device.hasConverged(to: head, history: history) { waiting.append(index) }
             }
             convergedDevices = devices.count - revokedDevices.count - waiting.count
             if waiting.isEmpty {
