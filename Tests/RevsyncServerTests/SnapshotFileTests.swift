@@ -76,8 +76,14 @@ import Testing
             #expect(headers[SnapshotHeaders.revision] == String(expectedHead))
             #expect(headers[SnapshotHeaders.schemaVersion] == String(harness.server.schema.version))
             #expect(headers[SnapshotHeaders.digest] == Self.sha256(body))
+            #expect(headers[SnapshotHeaders.lastSeq] == "4", "the admin's seqs 1…4 are in the file: none is replayed over it")
             #expect(headers[.acceptRanges] == "bytes")
             #expect(headers[.contentLength] == String(body.readableBytes))
+            // The JSON snapshot says the same, read in its own transaction.
+            let json = try await harness.client.execute(
+                uri: "/snapshot", method: .get, headers: [.authorization: "Bearer \(admin.token)"], body: nil
+            ) { try JSONDecoder().decode(SyncResponse.self, from: Data($0.body.readableBytesView)) }
+            #expect(json.lastSeq == 4)
 
             let path = try Self.save(body)
             defer { try? FileManager.default.removeItem(atPath: path) }
