@@ -75,13 +75,14 @@ package final class HistoryWatch: Service, Sendable {
         if HistoryRules.wentBack(head: head, highestSeen: before) {
             return try await renew(from: seen, head: head, why: ["head": "\(head)", "seenBefore": "\(before)"])
         }
-        let known = history.id
-        if let known, known != id {
+        // Renewed elsewhere (another instance, `revsync restored`): nil before the first read.
+        let renewedElsewhere = history.id.map { $0 != id } ?? false
+        if renewedElsewhere {
             logger.notice("the database's history id changed: devices holding the old one load a new snapshot", metadata: ["history": "\(id)"])
             await changed(id)
         }
         history.adopt(id: id, head: head)
-        if let known, known != id { adopted(head) }
+        if renewedElsewhere { adopted(head) }
         return id
     }
 

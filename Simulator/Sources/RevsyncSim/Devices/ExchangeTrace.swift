@@ -1,4 +1,5 @@
 import Foundation
+import RevsyncDevice
 import RevsyncWire
 import Synchronization
 
@@ -49,7 +50,7 @@ final class ExchangeTrace: Sendable {
         }
     }
 
-    func snapshotFile(minimum: Int64, _ outcome: Result<SnapshotFileDownloadSummary?, any Error>) {
+    func snapshotFile(minimum: Int64, _ outcome: Result<SnapshotFileDownload?, any Error>) {
         switch outcome {
         case .success(let download?):
             write("snapshot file min=\(minimum) -> revision=\(download.revision) lastSeq=\(download.lastSeq.map(String.init) ?? "-") digest=\(download.digest)")
@@ -64,12 +65,6 @@ final class ExchangeTrace: Sendable {
         let seconds = (ContinuousClock.now - opened) / .seconds(1)
         let line = String(format: "%.3f ", seconds) + text + "\n"
         handle.withLock { $0?.write(Data(line.utf8)) }
-    }
-
-    struct SnapshotFileDownloadSummary: Sendable {
-        var revision: Int64
-        var digest: String
-        var lastSeq: Int64?
     }
 
     static func describe(_ changeSet: ChangeSet) -> String {

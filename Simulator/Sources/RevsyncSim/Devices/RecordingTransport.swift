@@ -59,7 +59,7 @@ struct RecordingTransport: SyncTransport {
     func snapshotFile(token: String, to path: String, minimumRevision: Int64) async throws -> SnapshotFileDownload? {
         do {
             let download = try await base.snapshotFile(token: token, to: path, minimumRevision: minimumRevision)
-            trace?.snapshotFile(minimum: minimumRevision, .success(download.map { .init(revision: $0.revision, digest: $0.digest, lastSeq: $0.lastSeq) }))
+            trace?.snapshotFile(minimum: minimumRevision, .success(download))
             return download
         } catch {
             trace?.snapshotFile(minimum: minimumRevision, .failure(error))
