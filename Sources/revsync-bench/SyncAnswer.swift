@@ -2,8 +2,9 @@ import NIOCore
 
 /// The one field a write load generator needs from an answer, read without decoding the rest.
 enum SyncAnswer {
-    /// The answer's `maxRevision`: the server writes it last, as `…],"maxRevision":N}` or
-    /// `…],"maxRevision":N,"more":true}`.
+    /// The answer's `maxRevision`: the server writes it after the change sets, as
+    /// `…],"maxRevision":N}`, followed at most by `,"more":true` and `,"history":"<uuid>"`;
+    /// the search runs back from the end.
     static func maxRevision(of answer: ByteBuffer) throws -> Int64 {
         let bytes = answer.readableBytesView
         let key = Array("\"maxRevision\":".utf8)

@@ -16,14 +16,17 @@ struct Wrk: Sendable {
     }
 
     /// Lua that prints wrk's own summary as one line to parse: exact microseconds and error counts,
-    /// where the human-readable output rounds and changes units.
+    /// where the human-readable output rounds and changes units. A script that keeps its threads in
+    /// a global `threads` and counts, in each, answers it could not read in `unread` has them added.
     static let summary = """
         done = function(summary, latency, requests)
           local e = summary.errors
+          local unread = 0
+          for _, thread in ipairs(threads or {}) do unread = unread + (thread:get("unread") or 0) end
           io.write(string.format("revsync-bench: requests=%.0f duration_us=%.0f p50_us=%.0f p90_us=%.0f p99_us=%.0f max_us=%.0f " ..
-            "connect=%.0f read=%.0f write=%.0f status=%.0f timeout=%.0f\\n",
+            "connect=%.0f read=%.0f write=%.0f status=%.0f timeout=%.0f unread=%.0f\\n",
             summary.requests, summary.duration, latency:percentile(50), latency:percentile(90), latency:percentile(99), latency.max,
-            e.connect, e.read, e.write, e.status, e.timeout))
+            e.connect, e.read, e.write, e.status, e.timeout, unread))
         end
 
         """
@@ -77,6 +80,10 @@ struct Wrk: Sendable {
         let errors = ["connect", "read", "write", "status", "timeout"]
         guard errors.allSatisfy({ figures[$0] == 0 }), !text.contains("Non-2xx"), !text.contains("Socket errors") else {
             throw BenchError("\(command) saw failed requests, the run is invalid:\n\(text)")
+        }
+        guard figures["unread"] ?? 0 == 0 else {
+            throw BenchError("\(command) could not read maxRevision in \(Int(figures["unread"] ?? 0)) answers, the run is invalid "
+                + "(the script's pattern no longer matches the answer's tail):\n\(text)")
         }
         guard let requests = figures["requests"], requests > 0, let duration = figures["duration_us"], duration > 0 else {
             throw BenchError("\(command) completed no request:\n\(text)")

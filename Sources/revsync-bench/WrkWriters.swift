@@ -13,16 +13,22 @@ enum WrkWriters {
         return """
             local tokens = { \(list.joined(separator: ", ")) }
             local handed = 0
+            -- Every thread, for `Wrk.summary` to add up their `unread` answers.
+            threads = {}
 
             -- In the main state, once per thread before it starts: its device.
             function setup(thread)
               handed = handed + 1
               thread:set("token", tokens[handed])
+              table.insert(threads, thread)
             end
 
-            -- In each thread's own state from here on: the seq answered last.
+            -- In each thread's own state from here on: the seq answered last, and the answers
+            -- whose maxRevision could not be read (any makes the run invalid: each later answer
+            -- would carry everything since the start, and the figure would be of that).
             answered = 0
             known = \(start)
+            unread = 0
 
             -- The next seq, built again until it is answered: wrk calls request() once more
             -- than it sends, in the first thread, to check the request it makes.
@@ -34,13 +40,14 @@ enum WrkWriters {
               return wrk.format("POST", "/sync", { ["Authorization"] = "Bearer " .. token, ["Content-Type"] = "application/json" }, body)
             end
 
-            -- The server writes maxRevision last: the answer's tail holds it, and nothing after it does.
-            -- Any other status makes the run invalid (`Wrk.parse`).
+            -- The server writes maxRevision after the change sets, followed only by `more` and the
+            -- history id (a uuid): the answer's last 128 bytes hold it. Any other status makes the
+            -- run invalid (`Wrk.parse`).
             function response(status, headers, body)
               if status ~= 200 then return end
               answered = answered + 1
-              local revision = string.match(string.sub(body, -64), '.*"maxRevision":(%d+)')
-              if revision then known = tonumber(revision) end
+              local revision = string.match(string.sub(body, -128), '.*"maxRevision":(%d+)')
+              if revision then known = tonumber(revision) else unread = unread + 1 end
             end
 
             """ + Wrk.summary
