@@ -35,8 +35,16 @@ package final class CommitWaiters: Sendable {
         let resume: @Sendable (WaitResult) -> Void
     }
 
+    /// Names the line of revisions waits are parked against: a new one starts at every
+    /// `rewind`. A request reads the log, then parks; one that read the old line and parks after
+    /// the rewind ended the others would otherwise wait for a revision of the old line.
+    package struct Line: Sendable, Equatable {
+        fileprivate let number: Int
+    }
+
     private struct State {
         var head: Int64 = 0
+        var line = 0
         var waiters: [Int: Waiter] = [:]
         var nextId = 0
         var closed = false
@@ -62,6 +70,9 @@ package final class CommitWaiters: Sendable {
 
     /// The highest head heard of.
     package var head: Int64 { state.withLock { $0.head } }
+
+    /// The line of revisions now: read before the log is read, given to `park`.
+    package var line: Line { state.withLock { Line(number: $0.line) } }
 
     /// Requests waiting now.
     package var count: Int { state.withLock { $0.waiters.count } }
@@ -89,15 +100,21 @@ package final class CommitWaiters: Sendable {
 
     /// Waits until the head passes `revision`, `duration` passes, `release` names the ticket or
     /// the server shuts down, whichever comes first, and then calls `resume` once. A head already
-    /// past `revision` (a commit between the caller's read and this call), or a registry already
-    /// closed, calls it at once, before this returns.
+    /// past `revision` (a commit between the caller's read and this call), a registry already
+    /// closed, or a rewind since `line` was read (`released`: the revision may be of the old
+    /// line) calls it at once, before this returns.
+    /// - Parameter line: `line` as read before the read of the log that found nothing after
+    ///   `revision`; nil: the current one.
     @discardableResult
-    package func park(after revision: Int64, for duration: Duration, resume: @escaping @Sendable (WaitResult) -> Void) -> Ticket {
+    package func park(
+        after revision: Int64, for duration: Duration, line: Line? = nil, resume: @escaping @Sendable (WaitResult) -> Void
+    ) -> Ticket {
         let deadline = NIODeadline.now() + .nanoseconds(duration.nanoseconds)
         let (ticket, immediate): (Ticket, Ending?) = state.withLock { state in
             state.nextId += 1
             let ticket = Ticket(id: state.nextId)
             if state.closed { return (ticket, .released) }
+            if let line, line.number != state.line { return (ticket, .released) }
             if state.head > revision { return (ticket, .committed) }
             state.waiters[ticket.id] = Waiter(after: revision, resume: resume)
             state.deadlines.insert(.init(at: deadline, id: ticket.id))
@@ -114,8 +131,12 @@ package final class CommitWaiters: Sendable {
     /// may not reach for long, and its answer now names the new id, so that its device loads a
     /// new snapshot at once. Later waits park against the new head: the old one, kept, would
     /// wake them at once, again and again, until the new line passed it.
+    /// A request that read the old line before this and parks after it ends at once too (`line`).
     package func rewind(to head: Int64) {
-        endAll { $0.head = head }
+        endAll { state in
+            state.head = head
+            state.line += 1
+        }
     }
 
     /// Ends one wait now, as `released`, if it has not ended yet.

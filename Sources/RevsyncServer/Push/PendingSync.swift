@@ -25,6 +25,8 @@ package final class PendingSync: Sendable {
     let stillAuthorized: (@Sendable () async throws -> Void)?
     let service: SyncService
     let longPoll: LongPoll
+    /// The waiters' line of revisions when the empty page was read.
+    let line: CommitWaiters.Line
 
     private struct State {
         var ticket: CommitWaiters.Ticket?
@@ -37,7 +39,7 @@ package final class PendingSync: Sendable {
 
     init(
         maxRevision: Int64, device: Device, gzip: Bool, limits: CatchUpLimits, wait: Duration, emptyPage: CatchUpPage,
-        stillAuthorized: (@Sendable () async throws -> Void)?, service: SyncService, longPoll: LongPoll
+        stillAuthorized: (@Sendable () async throws -> Void)?, service: SyncService, longPoll: LongPoll, line: CommitWaiters.Line
     ) {
         self.maxRevision = maxRevision
         self.device = device
@@ -48,6 +50,7 @@ package final class PendingSync: Sendable {
         self.stillAuthorized = stillAuthorized
         self.service = service
         self.longPoll = longPoll
+        self.line = line
     }
 
     /// Starts the wait. `deliver` may be called before this returns (a commit already past
@@ -61,7 +64,7 @@ package final class PendingSync: Sendable {
             ended(.init(ending: .released, at: .now))
             return
         }
-        let ticket = longPoll.waiters.park(after: maxRevision, for: wait) { [self] result in ended(result) }
+        let ticket = longPoll.waiters.park(after: maxRevision, for: wait, line: line) { [self] result in ended(result) }
         let releaseNow = state.withLock { state in
             state.ticket = ticket
             return state.released

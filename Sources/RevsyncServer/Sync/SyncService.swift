@@ -108,6 +108,8 @@ package struct SyncService: Sendable {
         let started = ContinuousClock.now
         let maxRevision = request.maxRevision
         let form: EntryForm = gzip ? .deflated : .plain
+        // Before the read: a rewind during it ends the wait its empty page would start.
+        let line = longPoll?.waiters.line
         var (state, page) = try await changeLog.catchUp(after: maxRevision, for: device, limits: catchUpLimits, form: form)
         if maxRevision > state.head {
             // A cached head may lag (or have been set back): ask PostgreSQL before refusing.
@@ -115,19 +117,20 @@ package struct SyncService: Sendable {
             try CatchUpRules.checkEnvelope(maxRevision: maxRevision, state: state)
             page = try await changeLog.entries(after: maxRevision, through: state.head, for: device, limits: catchUpLimits, form: form, own: [])
         }
-        return try answer(page, state: state, request: request, device: device, gzip: gzip, started: started, stillAuthorized: stillAuthorized)
+        return try answer(
+            page, state: state, request: request, device: device, gzip: gzip, started: started, line: line, stillAuthorized: stillAuthorized)
     }
 
     @inline(never)
     private func answer(
         _ page: CatchUpPage, state: LogState, request: SyncRequest, device: Device, gzip: Bool, started: ContinuousClock.Instant,
-        stillAuthorized: (@Sendable () async throws -> Void)?
+        line: CommitWaiters.Line?, stillAuthorized: (@Sendable () async throws -> Void)?
     ) throws -> SyncAnswer {
         try CatchUpRules.checkEnvelope(maxRevision: request.maxRevision, state: state)
-        if page.entries.isEmpty, let longPoll, let wait = longPoll.granted(request.wait) {
+        if page.entries.isEmpty, let longPoll, let line, let wait = longPoll.granted(request.wait) {
             return .waiting(PendingSync(
                 maxRevision: request.maxRevision, device: device, gzip: gzip, limits: catchUpLimits, wait: wait, emptyPage: page,
-                stillAuthorized: stillAuthorized, service: self, longPoll: longPoll))
+                stillAuthorized: stillAuthorized, service: self, longPoll: longPoll, line: line))
         }
         metrics.recordCatchUp(changeSets: page.entries.count, source: page.source, duration: ContinuousClock.now - started)
         return .ready(respond(page, maxRevision: request.maxRevision, acks: [], correctives: [], gzip: gzip))

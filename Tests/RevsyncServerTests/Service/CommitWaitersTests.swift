@@ -90,6 +90,37 @@ import Testing
         #expect(await wait(after: 0, for: .seconds(30)).ending == .released)
     }
 
+    /// A rewind (the database's history id renewed) ends every wait and sets the head back.
+    /// A request that read the log before it and parks after it read the old line: its wait ends
+    /// at once too, where it would otherwise wait for an old revision the new line may not reach
+    /// for its whole wait. One that read after it parks against the new head.
+    @Test func aRewindEndsTheWaitsOfRequestsThatReadTheOldLineParkedOrNot() async throws {
+        waiters.advance(to: 505)
+        let oldLine = waiters.line
+        let parked = Task { await wait(after: 505, for: .seconds(30)) }
+        try await eventually { waiters.count == 1 }
+        waiters.rewind(to: 449)
+        #expect(await parked.value.ending == .released)
+        #expect(waiters.head == 449)
+
+        let late = await withCheckedContinuation { continuation in
+            waiters.park(after: 505, for: .seconds(30), line: oldLine) { continuation.resume(returning: $0) }
+        }
+        #expect(late.ending == .released, "read the old line before the rewind, parked after it")
+        #expect(waiters.count == 0)
+
+        let newLine = waiters.line
+        #expect(newLine != oldLine)
+        let current = Task {
+            await withCheckedContinuation { continuation in
+                waiters.park(after: 449, for: .seconds(30), line: newLine) { continuation.resume(returning: $0) }
+            }
+        }
+        try await eventually { waiters.count == 1 }
+        waiters.advance(to: 450)
+        #expect(await current.value.ending == .committed)
+    }
+
     @Test func releasingATicketEndsThatWaiterAlone() async throws {
         let tickets = Mutex<[CommitWaiters.Ticket]>([])
         let first = Task { await wait(after: 0, for: .seconds(30)) { ticket in tickets.withLock { $0.append(ticket) } } }
