@@ -91,7 +91,7 @@ struct Restored: AsyncParsableCommand {
         let server = try Server(settings: try common.settings(), logger: logger)
         let (old, new, head) = try await withRunning(server.postgresService) {
             let store = PostgresHistory(database: server.database)
-            let (head, old) = try await store.read()
+            let (head, old, _) = try await store.read()
             return (old, try await store.renew(from: old).id, head)
         }
         print("history \(old) renewed as \(new) at revision \(head): devices holding the old one load a new snapshot")

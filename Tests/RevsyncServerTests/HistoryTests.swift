@@ -151,15 +151,62 @@ import Testing
             let device = try await harness.register()
             let head = try await CacheTests.write(harness, device, count: 2)
             let old = try await Self.history(harness)
-            let (renewed, done) = try await PostgresHistory(database: harness.server.database).renew(from: old)
+            let (renewed, since, done) = try await PostgresHistory(database: harness.server.database).renew(from: old)
             #expect(done && renewed != old)
+            #expect(since.microseconds != nil, "a renewal says when")
             // Renewing the old id again changes nothing: it is no longer the database's.
-            #expect(try await PostgresHistory(database: harness.server.database).renew(from: old) == (renewed, false))
+            let again = try await PostgresHistory(database: harness.server.database).renew(from: old)
+            #expect(again.id == renewed && again.since == since && !again.renewed)
             let (status, _, answer) = try await Self.sync(harness, device, from: head, history: renewed)
             #expect(status == .ok)
             #expect(answer?.history == renewed)
             let (refused, error, _) = try await Self.sync(harness, device, from: head, history: old)
             #expect(refused == .conflict)
+            #expect(error?.error == "history_changed")
+        }
+    }
+
+    /// A second restore, from a backup made before the first renewal, brings the older id back
+    /// with the older line's head. The instance's renewal of the id it held finds another id in
+    /// the database, which once meant "renewed elsewhere" and was adopted: devices that went
+    /// offline on that older line, past the backup's head, would then have caught up over
+    /// revisions the database numbers again. An older id (by when it was set) is renewed.
+    @Test func anOlderIdABackupBroughtBackIsRenewedNotAdopted() async throws {
+        try await withTestServer(configure: { $0.redisURL = nil; $0.historyCheckInterval = .seconds(600) }) { harness in
+            let writer = try await harness.register(name: "writer")
+            let stale = try await harness.register(name: "offline on the first line")
+            _ = try await CacheTests.write(harness, writer, count: 3)
+            let first = try await PostgresHistory(database: harness.server.database).read()
+            // The backup: the first line at revision 3, its id and when it was set.
+            _ = try await harness.rows("UPDATE revsync_head SET history_since = clock_timestamp() - interval '1 hour'")
+            let backupSince = try await PostgresHistory(database: harness.server.database).read().since
+            #expect(try await harness.server.history.check() == first.id)
+            let offlineAt = try await CacheTests.write(harness, writer, count: 3, firstSeq: 4)
+            _ = try await harness.sync(stale, from: 0)  // holds the first line through revision 6
+
+            // The first restore (to revision 3) and its renewal.
+            try await Self.goBack(harness, to: 3)
+            let second = try await harness.server.history.check()
+            #expect(second != first.id)
+
+            // The second restore, of the same backup: the first id and head 3 again.
+            try await Self.goBack(harness, to: 3)
+            _ = try await harness.rows(
+                "UPDATE revsync_head SET history = \(first.id)::uuid, history_since = to_timestamp(\(Double(try #require(backupSince.microseconds)) / 1e6))")
+            #expect(try await PostgresHistory(database: harness.server.database).read().id == first.id)
+            let third = try await harness.server.history.check()
+            #expect(third != first.id, "the older id is renewed, not adopted")
+            #expect(third != second)
+            #expect(try await Self.history(harness) == third)
+            // Only once: the next check finds the id it renewed.
+            #expect(try await harness.server.history.check() == third)
+
+            // The database numbers past the offline device's revisions again; that device, naming
+            // the first id, is sent to a snapshot instead of catching up over them.
+            _ = try await harness.sync(writer, from: 3, CacheTests.notes(from: 7, count: 4))
+            #expect(try await harness.head() > offlineAt)
+            let (status, error, _) = try await Self.sync(harness, stale, from: offlineAt, history: first.id)
+            #expect(status == .conflict)
             #expect(error?.error == "history_changed")
         }
     }

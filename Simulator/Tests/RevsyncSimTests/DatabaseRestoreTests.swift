@@ -42,6 +42,23 @@ import Testing
         #expect(ledger.authorFormRevisions() == [99, 101, 102])
     }
 
+    /// The same backup put back again: what the first restore's renewed line committed above the
+    /// backup's head is gone too, and the check wants an id that is neither.
+    @Test func aSecondRestoreOfTheBackupTakesAwayTheRenewedLineToo() {
+        var point = RestorePoint(head: 100, history: "old")
+        point.histories.insert("renewed")
+        point.restores += 1
+        #expect(point.tookAway(revision: 101, history: "renewed"))
+        #expect(point.tookAway(revision: 101, history: "old"))
+        #expect(!point.tookAway(revision: 100, history: "renewed"))
+        #expect(!point.tookAway(revision: 101, history: "third"))
+        let adopted = VerdictChecks.databaseRestore(point, current: "old", deviceHistories: ["old"], lostAcknowledgements: 0, regressions: 0)
+        #expect(!adopted.passed && adopted.detail.contains("the backup's"))
+        #expect(!VerdictChecks.databaseRestore(point, current: "renewed", deviceHistories: ["renewed"], lostAcknowledgements: 0, regressions: 0).passed)
+        let passed = VerdictChecks.databaseRestore(point, current: "third", deviceHistories: ["third"], lostAcknowledgements: 0, regressions: 0)
+        #expect(passed.passed && passed.detail.contains("2 times"))
+    }
+
     @Test func theCheckWantsARenewedIdHeldByEveryDevice() {
         let point = RestorePoint(head: 100, history: "old")
         let passed = VerdictChecks.databaseRestore(point, current: "new", deviceHistories: ["new", "new"], lostAcknowledgements: 7, regressions: 3)

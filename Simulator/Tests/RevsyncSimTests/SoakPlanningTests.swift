@@ -61,24 +61,27 @@ import Testing
         #expect(plan.allSatisfy { !FaultKind.deviceSide.contains($0.kind) })
     }
 
-    /// Once, at 70 % of the run; no device joins and no device-side fault falls in the restore's
-    /// window (the restore would undo it): joins are moved before it, the others dropped.
-    @Test func aDatabaseRestoreHappensOnceClearOfDeviceLifecycles() {
+    /// At 70 % of the run, and the same backup again at 85 % (its older id must be renewed
+    /// again); no device joins and no device-side fault falls from the backup to the second
+    /// restore (a restore would undo it): joins are moved before it, the others dropped.
+    @Test func aDatabaseRestoreHappensTwiceClearOfDeviceLifecycles() {
         let all = Set(FaultKind.switchable)
         for seed in UInt64(1)...40 {
             let plan = FaultPlan.make(workload: .seconds(600), faults: all, instances: 3, devices: 50, joining: 5, crashes: 10, seed: seed)
             let restores = plan.filter { $0.kind == .databaseRestore }
-            #expect(restores.count == 1)
-            guard let restore = restores.first else { continue }
+            #expect(restores.map(\.target) == [0, 1])
+            guard let restore = restores.first, let again = restores.last else { continue }
             #expect(restore.at == .seconds(420) && restore.duration == FaultPlan.restoreAfter)
-            let window = (restore.at - .seconds(10))...(restore.at + restore.duration + .seconds(10))
+            #expect(again.at == .seconds(510) && again.duration == .zero)
+            let window = (restore.at - .seconds(10))...(again.at + .seconds(10))
             let lifecycles: Set<FaultKind> = [.deviceJoin, .deviceRevoke, .deviceRotate, .deviceRoleDowngrade, .deviceRestore]
             #expect(!plan.contains { lifecycles.contains($0.kind) && $0.at <= window.upperBound && $0.at + $0.duration >= window.lowerBound }, "seed \(seed)")
             #expect(plan.filter { $0.kind == .deviceJoin }.count == 5)
         }
-        // A minute (the CI soak's): at 51 s, put back 4.8 s later, every device-side fault kept.
+        // A minute (the CI soak's): once, at 51 s, put back 4.8 s later, every device-side fault kept.
         for seed in UInt64(1)...40 {
             let short = FaultPlan.make(workload: .seconds(60), faults: all, instances: 1, devices: 50, joining: 5, crashes: 10, seed: seed)
+            #expect(short.filter { $0.kind == .databaseRestore }.count == 1)
             let restore = short.first { $0.kind == .databaseRestore }
             #expect(restore?.at == .seconds(51) && restore?.duration == .seconds(4.8))
             #expect(Set(short.filter { FaultKind.deviceSide.contains($0.kind) }.map(\.kind)).count == 4, "seed \(seed)")

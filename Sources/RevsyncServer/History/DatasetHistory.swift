@@ -1,3 +1,4 @@
+import RevsyncRules
 import Synchronization
 
 /// The database's history id as this instance last read it (`HistoryRules`), and what it
@@ -6,6 +7,8 @@ import Synchronization
 package final class DatasetHistory: Sendable {
     private struct State {
         var id: String?
+        /// When the database set `id`.
+        var since = HistorySince(microseconds: nil)
         var highestSeen: Int64 = 0
         /// A batch of this instance's took revisions from `first` on, at most `highest`, which
         /// it had seen committed or read before: the database went back.
@@ -19,6 +22,10 @@ package final class DatasetHistory: Sendable {
 
     /// The id answers carry and requests are checked against; nil before the first read.
     package var id: String? { state.withLock { $0.id } }
+
+    /// When the database set the id held (unknown before the first read, or for an id set
+    /// before that was recorded).
+    var since: HistorySince { state.withLock { $0.since } }
 
     /// The highest revision this instance saw committed or read, for a comparison with a read
     /// that starts after this call: that read must see at least this much.
@@ -39,9 +46,10 @@ package final class DatasetHistory: Sendable {
 
     /// The id and head the database holds now. `renewed`: the id was renewed after a rewind,
     /// so the highest revision seen starts again from `head`.
-    func adopt(id: String, head: Int64, renewed: Bool = false) {
+    func adopt(id: String, since: HistorySince, head: Int64, renewed: Bool = false) {
         state.withLock { state in
             state.id = id
+            state.since = since
             if renewed {
                 state.highestSeen = head
                 state.rewind = nil

@@ -54,15 +54,25 @@ package final class HistoryWatch: Service, Sendable {
     }
 
     /// Reads the database's head and history id; renews the id when the head is below what this
-    /// instance saw, or when one of its commits revealed a rewind. Returns the id now held.
+    /// instance saw, when one of its commits revealed a rewind, or when the database holds an
+    /// older id than this instance does. Returns the id now held.
     @discardableResult
     package func check() async throws -> String {
         // Read before the query: every revision counted in it was committed before the query
         // started, so the query sees at least as much unless the database went back.
         let before = history.highestSeen
-        let (head, id) = try await store.read()
+        let (head, id, since) = try await store.read()
+        if let held = history.id, held != id, HistoryRules.isOlderLine(databaseSince: since, heldSince: history.since) {
+            // Renewed from the database's id: every instance that finds it renews the same one, once.
+            // A cache found ahead meanwhile says the same: taken now, or the next check renews again.
+            _ = cacheFoundRewind()
+            return try await renew(from: id, head: head, why: [
+                "found": "an older history id than this instance held: restored from a backup made before it was set",
+                "restored": "\(id)", "held": "\(held)",
+            ])
+        }
         // What this instance saw was of the id it holds: only that one is renewed. When the
-        // database holds another already, an instance or an operator renewed it first.
+        // database holds another (newer) already, an instance or an operator renewed it first.
         let seen = history.id ?? id
         if cacheFoundRewind() {
             return try await renew(from: seen, head: head, why: ["found": "the Redis cache ahead of PostgreSQL"])
@@ -81,7 +91,7 @@ package final class HistoryWatch: Service, Sendable {
             logger.notice("the database's history id changed: devices holding the old one load a new snapshot", metadata: ["history": "\(id)"])
             await changed(id)
         }
-        history.adopt(id: id, head: head)
+        history.adopt(id: id, since: since, head: head)
         if renewedElsewhere { adopted(head) }
         return id
     }
@@ -90,7 +100,7 @@ package final class HistoryWatch: Service, Sendable {
     /// first) and adopts the database's.
     @discardableResult
     package func renew(from id: String, head: Int64, why: Logger.Metadata) async throws -> String {
-        let (current, renewed) = try await store.renew(from: id)
+        let (current, since, renewed) = try await store.renew(from: id)
         var metadata = why
         metadata["history"] = "\(current)"
         if renewed {
@@ -101,7 +111,7 @@ package final class HistoryWatch: Service, Sendable {
             logger.notice("the database went back; its history id was renewed already", metadata: metadata)
         }
         await changed(current)
-        history.adopt(id: current, head: head, renewed: true)
+        history.adopt(id: current, since: since, head: head, renewed: true)
         adopted(head)
         return current
     }

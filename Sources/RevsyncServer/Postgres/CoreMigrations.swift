@@ -110,5 +110,12 @@ enum CoreMigrations {
         Migration(version: 6, name: "history id", statements: [
             "ALTER TABLE revsync_head ADD COLUMN history uuid NOT NULL DEFAULT gen_random_uuid()"
         ]),
+        // When the history id was set (NULL: before this column, older than any set since). An
+        // instance that finds another id than it holds tells a renewal made after its own (to
+        // adopt) from an older id a restore brought back (to renew again: devices may still hold
+        // revisions of that old line past the backup's head).
+        Migration(version: 7, name: "history id's time", statements: [
+            "ALTER TABLE revsync_head ADD COLUMN history_since timestamptz"
+        ]),
     ]
 }

@@ -1,4 +1,5 @@
 import PostgresNIO
+import RevsyncRules
 
 /// The database's head and history id (`revsync_head.history`, `HistoryRules`).
 package struct PostgresHistory: Sendable {
@@ -6,25 +7,31 @@ package struct PostgresHistory: Sendable {
 
     package init(database: Database) { self.database = database }
 
-    /// The head and the history id, read together.
-    package func read() async throws -> (head: Int64, id: String) {
+    /// The head, the history id and when the id was set, read together (`history_since` as
+    /// whole microseconds since 1970; NULL stays NULL).
+    package func read() async throws -> (head: Int64, id: String, since: HistorySince) {
         let logger = database.logger
         let rows = try await database.withConnection { connection in
-            try await connection.rows("SELECT head, history::text FROM revsync_head", logger)
+            try await connection.rows("SELECT head, history::text, (extract(epoch FROM history_since) * 1000000)::bigint FROM revsync_head", logger)
         }
         guard let row = rows.first else { throw StoreError.inconsistent("revsync_head is empty: run `revsync migrate`") }
-        return try row.decode((Int64, String).self)
+        let (head, id, since) = try row.decode((Int64, String, Int64?).self)
+        return (head, id, HistorySince(microseconds: since))
     }
 
     /// A new id in place of `id`, unless the database holds another one already (another
     /// instance renewed `id` first, or an operator did): then that one, and `renewed` false.
-    package func renew(from id: String) async throws -> (id: String, renewed: Bool) {
+    package func renew(from id: String) async throws -> (id: String, since: HistorySince, renewed: Bool) {
         let logger = database.logger
         let rows = try await database.withConnection { connection in
             try await connection.rows(
-                "UPDATE revsync_head SET history = gen_random_uuid() WHERE history::text = \(id) RETURNING history::text", logger)
+                """
+                UPDATE revsync_head SET history = gen_random_uuid(), history_since = clock_timestamp()
+                WHERE history::text = \(id) RETURNING history::text, (extract(epoch FROM history_since) * 1000000)::bigint
+                """, logger)
         }
-        if let renewed = try rows.first?.decode(String.self) { return (renewed, true) }
-        return (try await read().id, false)
+        if let (renewed, since) = try rows.first?.decode((String, Int64?).self) { return (renewed, HistorySince(microseconds: since), true) }
+        let current = try await read()
+        return (current.id, current.since, false)
     }
 }

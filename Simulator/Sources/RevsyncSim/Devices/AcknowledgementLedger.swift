@@ -67,17 +67,29 @@ final class AcknowledgementLedger: Sendable {
     }
 }
 
-/// Where a database restore took the log back to: revisions above `head` of the history id
-/// `history` (the one the database had when the backup was taken, and kept until its instances
-/// renewed it) are not the database's any more.
+/// Where a database restore took the log back to: revisions above `head` of the history ids
+/// `histories` are not the database's any more. They are the backup's id (the one the database
+/// had when the backup was taken, and kept until its instances renewed it), and, once the same
+/// backup was put back again, the id the first restore was renewed to.
 struct RestorePoint: Sendable, Hashable {
     var head: Int64
+    /// The backup's id.
     var history: String
+    var histories: Set<String>
+    /// How many times the backup was put back.
+    var restores = 1
+
+    init(head: Int64, history: String) {
+        self.head = head
+        self.history = history
+        self.histories = [history]
+    }
 
     /// Whether an answer carrying `history` named a revision the restore took away. An answer
     /// between the restore and the renewal carries the old id for a revision of the new line;
     /// it is counted here too (and is in the log, so nothing is hidden but its check).
     func tookAway(revision: Int64, history answered: String?) -> Bool {
-        answered == history && revision > head
+        guard let answered else { return false }
+        return histories.contains(answered) && revision > head
     }
 }

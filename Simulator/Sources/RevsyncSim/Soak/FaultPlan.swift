@@ -54,9 +54,11 @@ struct ScheduledFault: Sendable, Equatable {
 /// A rolling schema upgrade happens once, at a quarter of the run (clear of the kills and
 /// refusals in runs of 10 and 30 minutes: it restarts every instance). A database restore happens
 /// once: the backup at 70 % of the run, put back `restoreAfter` later (in runs under 5 minutes at
-/// 85 %, put back after 8 % of the run, so that it follows the device-side faults); no device
-/// joins (a join is moved before), and no device-side fault falls, from 10 s (3 % of a short
-/// run) before the backup to as long after the restore (the restore
+/// 85 %, put back after 8 % of the run, so that it follows the device-side faults). Runs of 5
+/// minutes or more put the same backup back a second time, at 85 % (target 1): its history id,
+/// older than the one the first restore was renewed to, must be renewed again, not adopted. No
+/// device joins (a join is moved before), and no device-side fault falls, from 10 s (3 % of a
+/// short run) before the backup to as long after the last restore (the restore
 /// would undo a registration, revocation, rotation or role change made in between, which a
 /// real deployment's operator would redo by hand). The refusals fall clear of the
 /// kills and restarts in runs of 10 and 30 minutes: their probes of `/ready` would
@@ -112,8 +114,9 @@ enum FaultPlan {
             let short = total < 300
             let span = short ? min(restoreAfter, .seconds(total * 0.08)) : restoreAfter
             let restore = ScheduledFault(at: .seconds(total * (short ? 0.85 : 0.7)), kind: .databaseRestore, target: 0, duration: span)
+            let again = short ? nil : ScheduledFault(at: .seconds(total * 0.85), kind: .databaseRestore, target: 1, duration: .zero)
             let margin: Duration = .seconds(min(10, total * 0.03))
-            let clear = (restore.at - margin)...(restore.at + restore.duration + margin)
+            let clear = (restore.at - margin)...((again?.at ?? restore.at + restore.duration) + margin)
             // A join is moved before the window (the joiners are counted); the others are dropped.
             for index in faults.indices where faults[index].kind == .deviceJoin && clear.contains(faults[index].at) {
                 faults[index].at = max(.zero, clear.lowerBound - .seconds(5))
@@ -123,6 +126,7 @@ enum FaultPlan {
                 undone.contains(fault.kind) && fault.at <= clear.upperBound && fault.at + fault.duration >= clear.lowerBound
             }
             faults.append(restore)
+            if let again { faults.append(again) }
         }
         return faults.sorted { $0.at < $1.at }
     }

@@ -58,8 +58,10 @@ extension SoakRun {
                 try await fleet.upgradeSchema(to: path, pause: SchemaUpgrade.pause) { index in
                     await self.note("server_upgraded", "instance \(index) serves schema version \(version)")
                 }
-            case .databaseRestore:
+            case .databaseRestore where fault.target == 0:
                 try await restoreDatabase(fleet: fleet, after: fault.duration)
+            case .databaseRestore:
+                try await restoreDatabaseAgain(fleet: fleet)
             case .snapshotRemoved:
                 let removed = SnapshotDirectoryAudit.removePublished(in: snapshotDirectory)
                 note(fault.kind.rawValue, removed > 0
@@ -129,9 +131,31 @@ extension SoakRun {
             + "\(format(span)), then it is restored under the running servers")
         try? await Task.sleep(for: span)
         try await backup.restore(into: url, logPath: log)
+        databaseBackup = backup
         restorePoint = RestorePoint(head: backup.head, history: backup.history)
         note("database_restored", "the database restored (pg_restore) to revision \(backup.head) (head was \(head)): what was "
             + "committed since is gone; the instances must renew its history id and the devices load it again")
+    }
+
+    /// Puts the same backup back once more, as an operator restoring an older backup than the
+    /// last restore's: the database's history id goes back to the backup's, set before the one
+    /// the instances renewed it to, and they must renew it again, not take it for a renewal
+    /// made elsewhere. What the line since the first restore committed is gone too.
+    private func restoreDatabaseAgain(fleet: ServerFleet) async throws {
+        guard let backup = databaseBackup, var point = restorePoint else {
+            note(FaultKind.databaseRestore.rawValue, "no backup to put back again (the first restore did not happen)")
+            return
+        }
+        let url = fleet.configuration.databaseURL
+        let logger = self.logger
+        let renewed = try await SoakDatabase.withClient(url: url, logger: logger) { await SoakDatabase.history($0, logger: logger) }
+        try await backup.restore(into: url, logPath: settings.runDirectory + "/stack.log")
+        if let renewed { point.histories.insert(renewed) }
+        point.restores += 1
+        restorePoint = point
+        note("database_restored", "the same backup restored again (pg_restore) to revision \(backup.head) (head was \(head)): its "
+            + "history id \(backup.history) is older than the one it was renewed to (\(renewed ?? "unread")); the instances must renew "
+            + "it again, and what the line since the first restore committed is gone")
     }
 
     /// Revokes the device on another instance than its own (when there are several),

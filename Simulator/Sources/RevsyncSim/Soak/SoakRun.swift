@@ -45,6 +45,8 @@ public actor SoakRun {
     var workDirectoriesLeftByKills: Set<String> = []
     /// Where the database restore took the log back to, once it was restored.
     var restorePoint: RestorePoint?
+    /// The backup the database restore took, put back again by its second restore.
+    var databaseBackup: DatabaseBackup?
     var offlineNow: [Int: Bool] = [:]
     var progressShown = false
     var lastProgressPrint = ContinuousClock.now - .seconds(60)

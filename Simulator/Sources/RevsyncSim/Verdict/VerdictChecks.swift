@@ -38,11 +38,12 @@ public enum VerdictChecks {
         guard let point else {
             return VerdictCheck(name: Name.databaseRestore, passed: false, detail: "the database was not restored: the fault did not happen")
         }
-        guard let current, current != point.history else {
+        guard let current, !point.histories.contains(current) else {
+            let which = current == point.history ? "the backup's" : "the one the first restore was renewed to"
             return VerdictCheck(
                 name: Name.databaseRestore, passed: false,
-                detail: "the history id is still the backup's (\(point.history)): no instance renewed it, and devices caught up past "
-                    + "revisions the restore took away")
+                detail: "the history id is still \(which) (\(current ?? "unread")): no instance renewed it after the restore"
+                    + (point.restores > 1 ? " of the same backup again" : "") + ", and devices caught up past revisions it took away")
         }
         let others = deviceHistories.filter { $0 != current }
         guard others.isEmpty else {
@@ -53,7 +54,8 @@ public enum VerdictChecks {
         }
         return VerdictCheck(
             name: Name.databaseRestore, passed: true,
-            detail: "restored to revision \(point.head); history id renewed, held by all \(deviceHistories.count) devices; "
+            detail: "restored to revision \(point.head)" + (point.restores > 1 ? " \(point.restores) times (the backup's older id renewed again)" : "")
+                + "; history id renewed, held by all \(deviceHistories.count) devices; "
                 + "\(lostAcknowledgements) acknowledgements of revisions the restore took away and \(regressions) revisions that went "
                 + "back with it set apart from the other checks")
     }
