@@ -98,7 +98,7 @@ public struct Server: Sendable {
                 await cache?.forgetHistory()
                 await files.historyChanged(to: id)
             },
-            cacheFoundRewind: { cache?.takeRewindFound() ?? false },
+            cacheFoundRewind: { cache?.takeRewindFound() },
             adopted: { head in waiters.rewind(to: head) })
         sync = SyncController(
             authenticator: Authenticator(devices: devices), bodyReader: RequestBodyReader(limits: settings.limits),

@@ -6,6 +6,7 @@ import RevsyncRules
 import RevsyncSnapshotFile
 import RevsyncTestSupport
 import RevsyncWire
+import Synchronization
 import Testing
 @testable import RevsyncServer
 
@@ -208,6 +209,47 @@ import Testing
             let (status, error, _) = try await Self.sync(harness, stale, from: offlineAt, history: first.id)
             #expect(status == .conflict)
             #expect(error?.error == "history_changed")
+        }
+    }
+
+    /// Instances sharing one Redis cache may each find it ahead after a restore. One that found
+    /// it by reads begun before it took the first renewal's id renewed again (every device then
+    /// loaded a second snapshot; a soak with three instances renewed two and three times a
+    /// restore). Found before the id was taken, it renews nothing; found after, it still does.
+    @Test func aCacheFoundAheadBeforeTheInstanceTookItsIdRenewsNothingMore() async throws {
+        try await withTestServer(configure: { $0.redisURL = nil; $0.historyCheckInterval = .seconds(600) }) { harness in
+            let found = Mutex<ContinuousClock.Instant?>(nil)
+            let watch = HistoryWatch(
+                history: DatasetHistory(), store: PostgresHistory(database: harness.server.database), interval: .seconds(600),
+                logger: harness.server.logger, changed: { _ in }, cacheFoundRewind: { found.withLock { $0.take() } })
+            let first = try await watch.check()
+            let seenBefore = ContinuousClock.now
+            // Another instance renews it; this one takes the new id at its next check.
+            let renewed = try await PostgresHistory(database: harness.server.database).renew(from: first).id
+            #expect(try await watch.check() == renewed)
+            // Its reconciler's reads began before that, and tell it only now.
+            found.withLock { $0 = seenBefore }
+            #expect(try await watch.check() == renewed, "the renewal answered what the cache showed")
+            #expect(try await Self.history(harness) == renewed)
+            // Found by reads begun after it took the id: the database went back again.
+            found.withLock { $0 = .now }
+            let again = try await watch.check()
+            #expect(again != renewed)
+            #expect(try await Self.history(harness) == again)
+        }
+    }
+
+    /// A cache found ahead at start, before the first read of the id, renews it.
+    @Test func aCacheFoundAheadBeforeTheFirstReadRenews() async throws {
+        try await withTestServer(configure: { $0.redisURL = nil; $0.historyCheckInterval = .seconds(600) }) { harness in
+            let old = try await Self.history(harness)
+            let found = Mutex<ContinuousClock.Instant?>(.now)
+            let watch = HistoryWatch(
+                history: DatasetHistory(), store: PostgresHistory(database: harness.server.database), interval: .seconds(600),
+                logger: harness.server.logger, changed: { _ in }, cacheFoundRewind: { found.withLock { $0.take() } })
+            let renewed = try await watch.check()
+            #expect(renewed != old)
+            #expect(try await watch.check() == renewed)
         }
     }
 

@@ -9,6 +9,8 @@ package final class DatasetHistory: Sendable {
         var id: String?
         /// When the database set `id`.
         var since = HistorySince(microseconds: nil)
+        /// When this instance took `id` in place of another (nil: it held none before).
+        var tookIdAt: ContinuousClock.Instant?
         var highestSeen: Int64 = 0
         /// A batch of this instance's took revisions from `first` on, at most `highest`, which
         /// it had seen committed or read before: the database went back.
@@ -26,6 +28,10 @@ package final class DatasetHistory: Sendable {
     /// When the database set the id held (unknown before the first read, or for an id set
     /// before that was recorded).
     var since: HistorySince { state.withLock { $0.since } }
+
+    /// When this instance took the id it holds in place of another, after dropping what it
+    /// kept of that line; nil while it holds the first it read.
+    var tookIdAt: ContinuousClock.Instant? { state.withLock { $0.tookIdAt } }
 
     /// The highest revision this instance saw committed or read, for a comparison with a read
     /// that starts after this call: that read must see at least this much.
@@ -48,6 +54,8 @@ package final class DatasetHistory: Sendable {
     /// so the highest revision seen starts again from `head`.
     func adopt(id: String, since: HistorySince, head: Int64, renewed: Bool = false) {
         state.withLock { state in
+            // The first read replaces no line: a cache found ahead before it (at start) still counts.
+            if let held = state.id, held != id { state.tookIdAt = .now }
             state.id = id
             state.since = since
             if renewed {

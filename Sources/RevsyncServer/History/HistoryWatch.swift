@@ -19,15 +19,16 @@ package final class HistoryWatch: Service, Sendable {
     /// Called with the new id when it changed, before requests are checked against it: what the
     /// instance kept of the old line of revisions (cached entries, snapshot files) is dropped.
     let changed: @Sendable (String) async -> Void
-    /// Whether the cache found itself ahead of PostgreSQL since the last call (`RedisChangeLog.takeRewindFound`).
-    let cacheFoundRewind: @Sendable () -> Bool
+    /// Whether the cache found itself ahead of PostgreSQL since the last call, as when the reads
+    /// that found it began (`RedisChangeLog.takeRewindFound`).
+    let cacheFoundRewind: @Sendable () -> ContinuousClock.Instant?
     /// Called with the database's head once a new id is held (answers carry it): the requests
     /// waiting for a commit are answered now (`CommitWaiters.rewind`).
     let adopted: @Sendable (_ head: Int64) -> Void
 
     init(
         history: DatasetHistory, store: PostgresHistory, interval: Duration, logger: Logger,
-        changed: @escaping @Sendable (String) async -> Void, cacheFoundRewind: @escaping @Sendable () -> Bool,
+        changed: @escaping @Sendable (String) async -> Void, cacheFoundRewind: @escaping @Sendable () -> ContinuousClock.Instant?,
         adopted: @escaping @Sendable (_ head: Int64) -> Void = { _ in }
     ) {
         self.history = history
@@ -74,7 +75,11 @@ package final class HistoryWatch: Service, Sendable {
         // What this instance saw was of the id it holds: only that one is renewed. When the
         // database holds another (newer) already, an instance or an operator renewed it first.
         let seen = history.id ?? id
-        if cacheFoundRewind() {
+        // Found by reads that began before this instance took the id it holds, the cache was of
+        // the line that id replaced: the renewal (its own, or another instance's) answered it.
+        // Every instance sharing the cache may find it ahead after a restore; each renewed again
+        // once it held the first renewal's id, and devices loaded a snapshot per renewal.
+        if let found = cacheFoundRewind(), history.tookIdAt.map({ found > $0 }) ?? true {
             return try await renew(from: seen, head: head, why: ["found": "the Redis cache ahead of PostgreSQL"])
         }
         if let rewind = history.rewind {

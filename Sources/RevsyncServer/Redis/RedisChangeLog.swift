@@ -35,8 +35,9 @@ public final class RedisChangeLog: ChangeLog {
     /// (`deflateInit2`, 256 KiB of state) cost a lone writer's commit about as much as all
     /// its compressing; commits are published one at a time, in turn, so nobody waits for it.
     private let commitDeflater = Mutex(Deflater())
-    /// Set when the cache was found ahead of PostgreSQL (`takeRewindFound`).
-    private let rewindFound = Mutex(false)
+    /// When the reads that found the cache ahead of PostgreSQL began, the earliest since the
+    /// last `takeRewindFound`.
+    private let rewindFound = Mutex<ContinuousClock.Instant?>(nil)
     /// The head and horizon as this instance last saw them (reads, and its own commits, which
     /// only raise the head), and when it last read them. The head is where a read expects the
     /// log to end.
@@ -118,11 +119,12 @@ public final class RedisChangeLog: ChangeLog {
         let keys = CacheKeys(prefix: settings.cachePrefix, instance: instance)
         self.keys.withLock { $0 = keys }
         do {
+            let started = ContinuousClock.now
             let state = try await postgres.state()
             let cachedHead = try await redis.get(keys.head).flatMap { Int64(String(buffer: $0)) }
             if let cachedHead, cachedHead > state.head {
                 logger.warning("the Redis cache is ahead of PostgreSQL; dropping it", metadata: ["cached": "\(cachedHead)", "head": "\(state.head)"])
-                rewindFound.withLock { $0 = true }
+                found(since: started)
                 try await dropAll(keys)
             }
             try await raise(state, keys)
@@ -144,6 +146,7 @@ public final class RedisChangeLog: ChangeLog {
             guard health.shouldTry else { return nil }
             // The cached head is read first: it moves only after a COMMIT, so PostgreSQL's
             // head read after it is at least as high unless the database went back.
+            let started = ContinuousClock.now
             let cachedHead = try await redis.get(keys.head).flatMap { Int64(String(buffer: $0)) }
             let state = try await postgres.state()
             read = state
@@ -153,7 +156,7 @@ public final class RedisChangeLog: ChangeLog {
                     logger.warning(
                         "the Redis cache does not match PostgreSQL (ahead of it, or an entry differs); dropping it",
                         metadata: ["cached": "\(cachedHead)", "head": "\(state.head)"])
-                    rewindFound.withLock { $0 = true }
+                    found(since: started)
                     try await dropAll(keys)
                 }
             }
@@ -195,12 +198,17 @@ public final class RedisChangeLog: ChangeLog {
     }
 
     /// A rewind found here (a cache ahead of PostgreSQL, or an entry it has differently) since
-    /// the last call: `HistoryWatch` renews the history id.
-    func takeRewindFound() -> Bool {
+    /// the last call, as when the reads that found it began: `HistoryWatch` renews the history
+    /// id, unless it took a new one after that (the cache was of the line it replaced).
+    func takeRewindFound() -> ContinuousClock.Instant? {
         rewindFound.withLock { found in
-            defer { found = false }
+            defer { found = nil }
             return found
         }
+    }
+
+    private func found(since started: ContinuousClock.Instant) {
+        rewindFound.withLock { found in found = min(found ?? started, started) }
     }
 
     /// Forgets what this instance kept of the log in memory: its latest commits' values, the
