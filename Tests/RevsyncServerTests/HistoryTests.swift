@@ -239,6 +239,25 @@ import Testing
         }
     }
 
+    /// A batch numbered at or below what the instance saw before it started reveals a rewind,
+    /// unless the instance took another id meanwhile: that renewal read the database as it is
+    /// now, and the batch's numbers are of the new line. (A soak's restore was renewed twice so:
+    /// a batch begun before the renewal, numbered after the restore, reported after it.)
+    @Test func aBatchBegunBeforeTheInstanceTookANewIdRevealsNoRewind() {
+        let history = DatasetHistory()
+        let since = HistorySince(microseconds: 1)
+        history.adopt(id: "old", since: since, head: 3697)
+        let begun = history.mark
+        history.adopt(id: "renewed", since: HistorySince(microseconds: 2), head: 3402, renewed: true)
+        history.committed(first: 3403, last: 3403, before: begun)
+        #expect(history.rewind == nil)
+        #expect(history.highestSeen == 3403)
+        // Begun under the id it holds: the same numbers below what it saw are a rewind.
+        let now = history.mark
+        history.committed(first: 3400, last: 3401, before: now)
+        #expect(history.rewind?.first == 3400 && history.rewind?.highest == 3403)
+    }
+
     /// A cache found ahead at start, before the first read of the id, renews it.
     @Test func aCacheFoundAheadBeforeTheFirstReadRenews() async throws {
         try await withTestServer(configure: { $0.redisURL = nil; $0.historyCheckInterval = .seconds(600) }) { harness in

@@ -59,8 +59,10 @@ public final class ThrowawayRedisServer: @unchecked Sendable {
         probeConfiguration.connectRetryDelay = .zero
         // Silent: its refused connects while the server starts are expected.
         let quiet = Logger(label: "redis-test-probe", factory: { _ in SwiftLogNoOpLogHandler() })
+        // 30 s: with the whole suite starting on two cores, two servers once took more than 5.
+        let allowed: Duration = .seconds(30)
         try await RedisClient.withClient(configuration: probeConfiguration, logger: quiet) { probe in
-            let deadline = ContinuousClock.now + .seconds(5)
+            let deadline = ContinuousClock.now + allowed
             while true {
                 guard process.isRunning else {
                     throw TestSetupError("redis-server on port \(port) exited at once (status \(process.terminationStatus))")
@@ -70,6 +72,8 @@ public final class ThrowawayRedisServer: @unchecked Sendable {
                     return
                 } catch where ContinuousClock.now < deadline {
                     try await Task.sleep(for: .milliseconds(20))
+                } catch {
+                    throw TestSetupError("redis-server on port \(port) did not answer PING within \(allowed): \(error)")
                 }
             }
         }

@@ -11,6 +11,8 @@ package final class DatasetHistory: Sendable {
         var since = HistorySince(microseconds: nil)
         /// When this instance took `id` in place of another (nil: it held none before).
         var tookIdAt: ContinuousClock.Instant?
+        /// Counts the ids this instance took: tells a mark made under an earlier one.
+        var line = 0
         var highestSeen: Int64 = 0
         /// A batch of this instance's took revisions from `first` on, at most `highest`, which
         /// it had seen committed or read before: the database went back.
@@ -33,16 +35,33 @@ package final class DatasetHistory: Sendable {
     /// kept of that line; nil while it holds the first it read.
     var tookIdAt: ContinuousClock.Instant? { state.withLock { $0.tookIdAt } }
 
-    /// The highest revision this instance saw committed or read, for a comparison with a read
-    /// that starts after this call: that read must see at least this much.
+    /// What this instance held and had seen at one moment, read together.
+    struct Mark: Sendable {
+        let id: String?
+        let since: HistorySince
+        /// The highest revision this instance saw committed or read, for a comparison with a
+        /// read (or a batch) that starts after the mark: it must see at least this much.
+        let highestSeen: Int64
+        let line: Int
+    }
+
+    /// What this instance holds and has seen now, for a read or a batch that starts after it.
+    var mark: Mark {
+        state.withLock { Mark(id: $0.id, since: $0.since, highestSeen: $0.highestSeen, line: $0.line) }
+    }
+
+    /// The highest revision this instance saw committed or read.
     var highestSeen: Int64 { state.withLock { $0.highestSeen } }
 
-    /// A batch this instance committed, as revisions `first...last`; `before` is `highestSeen`
-    /// as it was before the batch started. A batch numbered at or below it reveals a database
-    /// that went back.
-    func committed(first: Int64, last: Int64, before: Int64) {
+    /// A batch this instance committed, as revisions `first...last`, that started after `before`.
+    /// A batch numbered at or below what was seen then reveals a database that went back, unless
+    /// the instance took another id meanwhile: the renewal came after the database went back
+    /// (it read the database as it is now), and the batch's numbers are of the new line.
+    func committed(first: Int64, last: Int64, before: Mark) {
         state.withLock { state in
-            if first <= before, state.rewind == nil { state.rewind = (first, before) }
+            if first <= before.highestSeen, before.line == state.line, state.rewind == nil {
+                state.rewind = (first, before.highestSeen)
+            }
             state.highestSeen = max(state.highestSeen, last)
         }
     }
@@ -54,8 +73,11 @@ package final class DatasetHistory: Sendable {
     /// so the highest revision seen starts again from `head`.
     func adopt(id: String, since: HistorySince, head: Int64, renewed: Bool = false) {
         state.withLock { state in
-            // The first read replaces no line: a cache found ahead before it (at start) still counts.
-            if let held = state.id, held != id { state.tookIdAt = .now }
+            if state.id != id {
+                state.line += 1
+                // The first read replaces no line: a cache found ahead before it (at start) still counts.
+                if state.id != nil { state.tookIdAt = .now }
+            }
             state.id = id
             state.since = since
             if renewed {

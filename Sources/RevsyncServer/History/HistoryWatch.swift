@@ -60,10 +60,13 @@ package final class HistoryWatch: Service, Sendable {
     @discardableResult
     package func check() async throws -> String {
         // Read before the query: every revision counted in it was committed before the query
-        // started, so the query sees at least as much unless the database went back.
-        let before = history.highestSeen
+        // started, so the query sees at least as much unless the database went back. And the id
+        // held then is the one a renewal replaces: a check that runs beside another (a request's
+        // beside the watch's) and finds the same rewind renews nothing once the other renewed
+        // it, where the id held after its read would be the other's new one.
+        let before = history.mark
         let (head, id, since) = try await store.read()
-        if let held = history.id, held != id, HistoryRules.isOlderLine(databaseSince: since, heldSince: history.since) {
+        if let held = before.id, held != id, HistoryRules.isOlderLine(databaseSince: since, heldSince: before.since) {
             // Renewed from the database's id: every instance that finds it renews the same one, once.
             // A cache found ahead meanwhile says the same: taken now, or the next check renews again.
             _ = cacheFoundRewind()
@@ -74,7 +77,7 @@ package final class HistoryWatch: Service, Sendable {
         }
         // What this instance saw was of the id it holds: only that one is renewed. When the
         // database holds another (newer) already, an instance or an operator renewed it first.
-        let seen = history.id ?? id
+        let seen = before.id ?? id
         // Found by reads that began before this instance took the id it holds, the cache was of
         // the line that id replaced: the renewal (its own, or another instance's) answered it.
         // Every instance sharing the cache may find it ahead after a restore; each renewed again
@@ -87,9 +90,13 @@ package final class HistoryWatch: Service, Sendable {
                 "committed": "\(rewind.first)", "seenBefore": "\(rewind.highest)",
             ])
         }
-        if HistoryRules.wentBack(head: head, highestSeen: before) {
-            return try await renew(from: seen, head: head, why: ["head": "\(head)", "seenBefore": "\(before)"])
+        if HistoryRules.wentBack(head: head, highestSeen: before.highestSeen) {
+            return try await renew(from: seen, head: head, why: ["head": "\(head)", "seenBefore": "\(before.highestSeen)"])
         }
+        // Another check (a request's, beside the watch's) took an id since this one's mark: its
+        // read may be later than this one's, which must not take the instance back. The next
+        // check reads again.
+        guard history.mark.line == before.line else { return history.id ?? id }
         // Renewed elsewhere (another instance, `revsync restored`): nil before the first read.
         let renewedElsewhere = history.id.map { $0 != id } ?? false
         if renewedElsewhere {

@@ -60,7 +60,7 @@ struct Committer: Sendable {
         let batch = await queue.takeBatch()
         // Batches of one instance run one after another, and every revision seen before this one
         // started was committed before its transaction: its revisions must all lie above.
-        let seenBefore = history?.highestSeen ?? 0
+        let seenBefore = history?.mark
         let results: [BatchResult]
         do {
             results = try await applier.apply(batch.items)
@@ -71,7 +71,7 @@ struct Committer: Sendable {
             return
         }
         let entries = results.compactMap { if case .done(.applied(_, _, let entry)) = $0 { entry } else { nil } }
-        if let history, let first = entries.map(\.revision).min(), let last = entries.map(\.revision).max() {
+        if let history, let seenBefore, let first = entries.map(\.revision).min(), let last = entries.map(\.revision).max() {
             history.committed(first: first, last: last, before: seenBefore)
         }
         let settled = await queue.settle(batch, results: results)

@@ -48,11 +48,14 @@ import Testing
         #expect(waiters.count == 0)
     }
 
-    /// One timer serves every wait: a shorter wait that comes after a longer one must move it.
+    /// One timer serves every wait: a shorter wait that comes after a longer one must move it,
+    /// and the timer is set again for the longer one after. (The longer one's 6 s only has to
+    /// outlast the shorter one's 50 ms on a busy machine: at 1.5 s it ran out first once, with
+    /// the whole suite starting on two cores.)
     @Test func aShorterWaitParkedLaterRunsOutFirst() async throws {
         let endings = Endings()
         let long = Task {
-            let result = await wait(after: 0, for: .milliseconds(1_500))
+            let result = await wait(after: 0, for: .seconds(6))
             endings.value.withLock { $0.append("long") }
             return result.ending
         }
