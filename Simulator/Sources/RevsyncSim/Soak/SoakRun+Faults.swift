@@ -149,6 +149,7 @@ extension SoakRun {
         let url = fleet.configuration.databaseURL
         let logger = self.logger
         let renewed = try await SoakDatabase.withClient(url: url, logger: logger) { await SoakDatabase.history($0, logger: logger) }
+        note(FaultKind.databaseRestore.rawValue, "the same backup (revision \(backup.head)) is put back again under the running servers")
         try await backup.restore(into: url, logPath: settings.runDirectory + "/stack.log")
         if let renewed { point.histories.insert(renewed) }
         point.restores += 1
