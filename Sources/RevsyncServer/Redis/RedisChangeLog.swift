@@ -35,8 +35,8 @@ public final class RedisChangeLog: ChangeLog {
     /// (`deflateInit2`, 256 KiB of state) cost a lone writer's commit about as much as all
     /// its compressing; commits are published one at a time, in turn, so nobody waits for it.
     private let commitDeflater = Mutex(Deflater())
-    /// When the reads that found the cache ahead of PostgreSQL began, the earliest since the
-    /// last `takeRewindFound`.
+    /// When the reads that found the cache ahead of PostgreSQL began, the latest since the
+    /// last `takeRewindFound` (one begun after the instance took its id is the one that counts).
     private let rewindFound = Mutex<ContinuousClock.Instant?>(nil)
     /// The head and horizon as this instance last saw them (reads, and its own commits, which
     /// only raise the head), and when it last read them. The head is where a read expects the
@@ -208,7 +208,7 @@ public final class RedisChangeLog: ChangeLog {
     }
 
     private func found(since started: ContinuousClock.Instant) {
-        rewindFound.withLock { found in found = min(found ?? started, started) }
+        rewindFound.withLock { found in found = max(found ?? started, started) }
     }
 
     /// Forgets what this instance kept of the log in memory: its latest commits' values, the
