@@ -90,6 +90,9 @@ struct Restored: AsyncParsableCommand {
         let logger = try common.logger("revsync.restored")
         let server = try Server(settings: try common.settings(), logger: logger)
         let (old, new, head) = try await withRunning(server.postgresService) {
+            // A backup from an older version lacks later migrations (`history_since` among them):
+            // brought up to date first, as `serve` would at start.
+            for step in try await server.migrator.migrate() { print("migrated: \(step)") }
             let store = PostgresHistory(database: server.database)
             let (head, old, _) = try await store.read()
             return (old, try await store.renew(from: old).id, head)
