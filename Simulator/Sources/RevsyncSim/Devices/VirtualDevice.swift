@@ -83,6 +83,22 @@ actor VirtualDevice {
         self.pollInterval = plan.pollInterval
     }
 
+    /// `POST /devices`, tried again for up to 20 s while the instance does not answer or answers
+    /// a 5xx, as an operator's tool would: a device joins at any moment of a run, and the instance
+    /// may be being killed then (a CI soak's join fell on a kill). A retry after a lost answer
+    /// registers a second device whose token nobody uses; that one has nothing to compare.
+    private static func register(_ plan: Plan, direct: HTTPSyncTransport, adminToken: String) async throws -> RegisteredDevice {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while true {
+            do {
+                return try await direct.register(
+                    DeviceRegistration(name: plan.name, user: "user-\(plan.index)", role: plan.role), adminToken: adminToken)
+            } catch let error as SyncTransportError where error.isRetryable && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(250))
+            }
+        }
+    }
+
     /// Registers the device (straight to the server: setting up is not under test),
     /// optionally bootstraps it straight from the server too, then opens it on its link.
     /// With `bootstrapThroughLink` the first sync loads the snapshot through the faulty link.
@@ -91,8 +107,7 @@ actor VirtualDevice {
         direct: HTTPSyncTransport, adminToken: String,
         bootstrapThroughLink: Bool, runner: WorkloadRunner, stats: ExchangeStats, visibility: WriteToVisibleRecorder
     ) async throws -> VirtualDevice {
-        let registered = try await direct.register(
-            DeviceRegistration(name: plan.name, user: "user-\(plan.index)", role: plan.role), adminToken: adminToken)
+        let registered = try await register(plan, direct: direct, adminToken: adminToken)
         if !bootstrapThroughLink {
             let setup = try SyncEngine(
                 databasePath: plan.databasePath, transport: direct, configuration: configuration(plan, visibility: visibility))
