@@ -50,6 +50,9 @@ package final class DatasetHistory: Sendable {
         state.withLock { Mark(id: $0.id, since: $0.since, highestSeen: $0.highestSeen, line: $0.line) }
     }
 
+    /// Counts the ids this instance took: a check that began under another line adopts nothing.
+    var line: Int { state.withLock { $0.line } }
+
     /// The highest revision this instance saw committed or read.
     var highestSeen: Int64 { state.withLock { $0.highestSeen } }
 

@@ -96,7 +96,7 @@ package final class HistoryWatch: Service, Sendable {
         // Another check (a request's, beside the watch's) took an id since this one's mark: its
         // read may be later than this one's, which must not take the instance back. The next
         // check reads again.
-        guard history.mark.line == before.line else { return history.id ?? id }
+        guard history.line == before.line else { return history.id ?? id }
         // Renewed elsewhere (another instance, `revsync restored`): nil before the first read.
         let renewedElsewhere = history.id.map { $0 != id } ?? false
         if renewedElsewhere {
