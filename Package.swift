@@ -58,6 +58,7 @@ let package = Package(
         .target(
             name: "RevsyncServer",
             dependencies: [
+                "RevsyncHarness",
                 "RevsyncWire",
                 "RevsyncRules",
                 "RevsyncGzip",

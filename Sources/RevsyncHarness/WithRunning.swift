@@ -10,6 +10,9 @@ import ServiceLifecycle
 /// without calling finish()", apple/swift-nio#3481); it took down a whole test run in CI.
 /// A graceful shutdown serves or closes every accepted connection first.
 ///
+/// A service that announces its start (`AnnouncesStart`: PostgreSQL's client through
+/// `BoundedStop`) has begun before `body` runs.
+///
 /// An error the service throws is not reported: `body` sees its effects (e.g. a server that
 /// never listens) and fails on its own.
 public nonisolated(nonsending) func withRunning<Result>(
@@ -23,8 +26,14 @@ public nonisolated(nonsending) func withRunning<Result>(
     )
     configuration.maximumGracefulShutdownDuration = gracePeriod
     let group = ServiceGroup(configuration: configuration)
+    let start = (service as? any AnnouncesStart)?.start
     return try await withThrowingTaskGroup(of: Void.self) { tasks in
-        tasks.addTask { try? await group.run() }
+        tasks.addTask {
+            try? await group.run()
+            // A service that ended without beginning (its group failed) lets the body run and fail on its own.
+            start?.announce()
+        }
+        try? await start?.wait()
         let result: Swift.Result<Result, any Error>
         do { result = .success(try await body()) } catch { result = .failure(error) }
         await group.triggerGracefulShutdown()

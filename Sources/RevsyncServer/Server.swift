@@ -3,6 +3,7 @@ import Hummingbird
 import Logging
 import NIOPosix
 import PostgresNIO
+import RevsyncHarness
 import RevsyncRedis
 import RevsyncRules
 import ServiceLifecycle
@@ -174,8 +175,10 @@ public struct Server: Sendable {
         let cache = self.cache
         // One per run: the watcher's stream can be read once.
         let deviceEvents = DeviceChangeWatcher.Events()
+        // One value: the migrations below wait for this one's start.
+        let postgresRunning = postgresService
         var services: [any Service] = [
-            postgresService, pruner, DeviceChangeWatcher(
+            postgresRunning, pruner, DeviceChangeWatcher(
                 devices: devices, feed: cache, events: deviceEvents, checkInterval: settings.deviceCheckInterval, logger: logger),
             SnapshotFilesService(files: snapshotFiles), history,
         ]
@@ -203,6 +206,9 @@ public struct Server: Sendable {
             logger: logger)
         let migrator = self.migrator, logger = self.logger, history = self.history
         app.beforeServerStarts {
+            // The services start beside this: a lease before the client runs is served all the
+            // same, but PostgresNIO warns of it.
+            try await postgresRunning.start.wait()
             if migrate {
                 for step in try await migrator.migrate() { logger.info("migrated", metadata: ["step": .string(step)]) }
             }

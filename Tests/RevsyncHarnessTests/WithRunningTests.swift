@@ -42,9 +42,38 @@ import Testing
         // Bounded by the grace period, not by the service's hour-long sleep.
         #expect(ContinuousClock.now - started < .seconds(60))
     }
+
+    @Test func theBodyRunsOnceAServiceThatAnnouncesItsStartHasBegun() async throws {
+        // Late on purpose: without the wait the body would run first (PostgreSQL's client warns
+        // of every lease made before its `run()`).
+        let service = LateStarter(delay: .milliseconds(300))
+        try await withRunning(service) {
+            #expect(service.start.hasBegun)
+        }
+    }
+
+    @Test func aServiceThatEndsBeforeAnnouncingItsStartLetsTheBodyRun() async throws {
+        let result = try await withRunning(LateStarter(delay: nil)) { 7 }
+        #expect(result == 7)
+    }
 }
 
 private struct BodyFailed: Error {}
+private struct NeverBegan: Error {}
+
+/// Announces its start after `delay`, then runs until shut down; with no delay it fails
+/// without announcing.
+private struct LateStarter: AnnouncesStart {
+    let delay: Duration?
+    let start = ServiceStart()
+
+    func run() async throws {
+        guard let delay else { throw NeverBegan() }
+        try await Task.sleep(for: delay)
+        start.announce()
+        try? await gracefulShutdown()
+    }
+}
 
 /// What a probe service did: started, saw a graceful shutdown, was cancelled, stopped.
 private final class Probe: Sendable {

@@ -1,4 +1,5 @@
 import Logging
+import RevsyncHarness
 import ServiceLifecycle
 import Synchronization
 
@@ -12,10 +13,15 @@ import Synchronization
 /// Every connection is closed by then; what is left is the pool's own task, which would keep
 /// SIGTERM from ending the process (and a test from ending) for ever. The server's
 /// keep-alive runs every second (see `Server`), so it would happen on some stops.
-public struct BoundedStop<Wrapped: Service>: Service {
+///
+/// It announces its start (`AnnouncesStart`) right before it calls the service's `run()`:
+/// `withRunning` and the application's migrations wait for that, so that no lease comes
+/// before the client runs (PostgresNIO warns of each one).
+public struct BoundedStop<Wrapped: Service>: AnnouncesStart {
     let service: Wrapped
     let limit: Duration
     let logger: Logger
+    public let start = ServiceStart()
 
     public init(_ service: Wrapped, limit: Duration, logger: Logger) {
         self.service = service
@@ -25,11 +31,12 @@ public struct BoundedStop<Wrapped: Service>: Service {
 
     public func run() async throws {
         let ended = EndSignal()
-        let service = self.service
+        let service = self.service, start = self.start
         // A task of its own, so that waiting for it can end without it. It inherits the
         // graceful shutdown this task is told of.
         let running = Task {
             do {
+                start.announce()
                 try await service.run()
                 ended.fire(.success(()))
             } catch {

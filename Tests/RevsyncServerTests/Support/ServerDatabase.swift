@@ -1,5 +1,6 @@
 import Logging
 import PostgresNIO
+import RevsyncHarness
 import RevsyncTestSupport
 @testable import RevsyncServer
 
@@ -15,8 +16,10 @@ func withServerDatabase(
     settings.databaseTimeout = timeout
     let client = PostgresClient(configuration: try Server.postgresConfiguration(settings), backgroundLogger: logger)
     let database = Database(client: client, logger: logger, timeout: timeout)
+    let running = BoundedStop(client, limit: .seconds(5), logger: logger)
     try await withThrowingTaskGroup(of: Void.self) { group in
-        group.addTask { try await BoundedStop(client, limit: .seconds(5), logger: logger).run() }
+        group.addTask { try await running.run() }
+        try await running.start.wait()
         try await body(database)
         group.cancelAll()
     }

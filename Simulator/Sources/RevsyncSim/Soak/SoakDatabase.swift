@@ -50,7 +50,8 @@ enum SoakDatabase {
         url: String, logger: Logger, _ body: @Sendable (PostgresClient) async throws -> T
     ) async throws -> T {
         let client = PostgresClient(configuration: try DatabaseURL.configuration(url, connections: 2), backgroundLogger: logger)
-        return try await withRunning(client) { try await body(client) }
+        // Through `BoundedStop`: the body's first query waits for the client's start (no PostgresNIO warning).
+        return try await withRunning(BoundedStop(client, limit: .seconds(5), logger: logger)) { try await body(client) }
     }
 
     /// The database's history id (`revsync_head.history`), or nil when it cannot be read.

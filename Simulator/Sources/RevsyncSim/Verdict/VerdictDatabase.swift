@@ -17,7 +17,10 @@ public struct VerdictDatabase: Sendable {
         url: String, logger: Logger = Logger(label: "revsync.sim.verdict"), _ body: (VerdictDatabase) async throws -> T
     ) async throws -> T {
         let client = PostgresClient(configuration: try DatabaseURL.configuration(url, connections: 2), backgroundLogger: logger)
-        return try await withRunning(client) { try await body(VerdictDatabase(client: client, logger: logger)) }
+        // Through `BoundedStop`: the body's first query waits for the client's start (no PostgresNIO warning).
+        return try await withRunning(BoundedStop(client, limit: .seconds(5), logger: logger)) {
+            try await body(VerdictDatabase(client: client, logger: logger))
+        }
     }
 
     /// Uses a client the caller runs.
