@@ -167,6 +167,35 @@ import Testing
         }
     }
 
+    /// After a renewal every device names the old id once, nearly all at once: each request
+    /// read the database before it was refused. An id this instance replaced is refused without.
+    @Test func anIdThisInstanceReplacedIsRefusedWithoutAQuery() async throws {
+        // No periodic work meanwhile: every lease counted is a request's.
+        try await withTestServer(configure: {
+            $0.historyCheckInterval = .seconds(600); $0.cacheReconcileInterval = .seconds(3600)
+        }) { harness in
+            let device = try await harness.register()
+            let head = try await CacheTests.write(harness, device, count: 2)
+            let old = try await Self.history(harness)
+            #expect(try await Self.sync(harness, device, from: head, history: old).0 == .ok)
+            let renewed = try await harness.server.history.renew(from: old, head: head, why: [:])
+            #expect(renewed != old)
+            let before = harness.server.database.leases.value
+            for _ in 0..<10 {
+                let (status, error, _) = try await Self.sync(harness, device, from: head, history: old)
+                #expect(status == .conflict)
+                #expect(error?.error == "history_changed")
+            }
+            #expect(harness.server.database.leases.value == before)
+            // An id it never held is still read for: another instance may have renewed it since.
+            let (status, error, _) = try await Self.sync(harness, device, from: head, history: UUID().uuidString.lowercased())
+            #expect(status == .conflict)
+            #expect(error?.error == "history_changed")
+            #expect(harness.server.database.leases.value > before)
+            #expect(try await Self.sync(harness, device, from: head, history: renewed).0 == .ok)
+        }
+    }
+
     /// A second restore, from a backup made before the first renewal, brings the older id back
     /// with the older line's head. The instance's renewal of the id it held finds another id in
     /// the database, which once meant "renewed elsewhere" and was adopted: devices that went
@@ -256,6 +285,23 @@ import Testing
         let now = history.mark
         history.committed(first: 3400, last: 3401, before: now)
         #expect(history.rewind?.first == 3400 && history.rewind?.highest == 3403)
+    }
+
+    /// The ids an instance replaced are kept, a few of them: the first read replaces none, and
+    /// an id held again is no longer counted as replaced.
+    @Test func theIdsAnInstanceReplacedAreKeptAFew() {
+        let history = DatasetHistory()
+        history.adopt(id: "first", since: HistorySince(microseconds: 1), head: 1)
+        #expect(!history.replacedEarlier("first"))
+        history.adopt(id: "second", since: HistorySince(microseconds: 2), head: 1, renewed: true)
+        #expect(history.replacedEarlier("first") && !history.replacedEarlier("second"))
+        history.adopt(id: "first", since: HistorySince(microseconds: 1), head: 1)
+        #expect(!history.replacedEarlier("first") && history.replacedEarlier("second"))
+        for index in 0..<DatasetHistory.replacedKept {
+            history.adopt(id: "later-\(index)", since: HistorySince(microseconds: 3 + Int64(index)), head: 1, renewed: true)
+        }
+        #expect(!history.replacedEarlier("second"), "the oldest dropped past the bound")
+        #expect(history.replacedEarlier("first") && history.replacedEarlier("later-0"))
     }
 
     /// A cache found ahead at start, before the first read of the id, renews it.

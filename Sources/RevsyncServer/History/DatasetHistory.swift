@@ -13,6 +13,8 @@ package final class DatasetHistory: Sendable {
         var tookIdAt: ContinuousClock.Instant?
         /// Counts the ids this instance took: tells a mark made under an earlier one.
         var line = 0
+        /// The ids this instance held and replaced, the latest last (at most `replacedKept`).
+        var replaced: [String] = []
         var highestSeen: Int64 = 0
         /// A batch of this instance's took revisions from `first` on, at most `highest`, which
         /// it had seen committed or read before: the database went back.
@@ -20,6 +22,9 @@ package final class DatasetHistory: Sendable {
     }
 
     private let state: Mutex<State>
+    /// Each restore replaces one or two ids: a few are plenty, and a request naming an older
+    /// one still gets its answer from a read of the database.
+    static let replacedKept = 8
 
     /// - Parameter id: nil until read from the database (requests are then not checked).
     package init(id: String? = nil) { state = Mutex(State(id: id)) }
@@ -53,6 +58,12 @@ package final class DatasetHistory: Sendable {
     /// Counts the ids this instance took: a check that began under another line adopts nothing.
     var line: Int { state.withLock { $0.line } }
 
+    /// Whether this instance held `id` and replaced it. Such an id is old for good: no check
+    /// adopts it again (an older id a restore brings back is renewed, `HistoryRules.isOlderLine`).
+    func replacedEarlier(_ id: String) -> Bool {
+        state.withLock { $0.replaced.contains(id) }
+    }
+
     /// The highest revision this instance saw committed or read.
     var highestSeen: Int64 { state.withLock { $0.highestSeen } }
 
@@ -79,7 +90,12 @@ package final class DatasetHistory: Sendable {
             if state.id != id {
                 state.line += 1
                 // The first read replaces no line: a cache found ahead before it (at start) still counts.
-                if state.id != nil { state.tookIdAt = .now }
+                if let held = state.id {
+                    state.tookIdAt = .now
+                    state.replaced.append(held)
+                    if state.replaced.count > Self.replacedKept { state.replaced.removeFirst() }
+                }
+                state.replaced.removeAll { $0 == id }
             }
             state.id = id
             state.since = since

@@ -90,9 +90,15 @@ package struct SyncService: Sendable {
 
     /// A request naming another history id than this instance holds: the database's is read
     /// again (another instance may have renewed it, or this one lags), then the rule decides.
+    /// An id this instance replaced is refused without the read: after a renewal every device
+    /// names it once, nearly all at once (the waiters, answered by the renewal, ask again at
+    /// once), and each of those requests was a PostgreSQL query.
     @inline(never)
     private func confirmHistory(_ request: SyncRequest) async throws {
         guard let history else { return }
+        if let claimed = request.history, history.history.replacedEarlier(claimed) {
+            try HistoryRules.check(claimed: claimed, current: history.history.id)
+        }
         try HistoryRules.check(claimed: request.history, current: try await history.check())
     }
 
