@@ -1,7 +1,6 @@
 import Foundation
 import Logging
 import PostgresNIO
-import RevsyncHarness
 import RevsyncServer
 
 /// The soak's own PostgreSQL database, made fresh for every run next to the
@@ -49,9 +48,7 @@ enum SoakDatabase {
     static func withClient<T: Sendable>(
         url: String, logger: Logger, _ body: @Sendable (PostgresClient) async throws -> T
     ) async throws -> T {
-        let client = PostgresClient(configuration: try DatabaseURL.configuration(url, connections: 2), backgroundLogger: logger)
-        // Through `BoundedStop`: the body's first query waits for the client's start (no PostgresNIO warning).
-        return try await withRunning(BoundedStop(client, limit: .seconds(5), logger: logger)) { try await body(client) }
+        try await VerdictDatabase.withDatabase(url: url, logger: logger) { try await body($0.client) }
     }
 
     /// The database's history id (`revsync_head.history`), or nil when it cannot be read.
