@@ -20,9 +20,17 @@ import Testing
     }
 
     @Test func theCheckFailsOnARejectionOrWhenNoDeviceWroteTheNewAttribute() {
-        #expect(VerdictChecks.schemaUpgrade(.init(written: 12, rejected: 0)).passed)
-        let rejected = VerdictChecks.schemaUpgrade(.init(written: 12, rejected: 2))
+        #expect(VerdictChecks.schemaUpgrade(.init(written: 12, held: 3, rejected: 0)).passed)
+        let rejected = VerdictChecks.schemaUpgrade(.init(written: 12, held: 3, rejected: 2))
         #expect(!rejected.passed && rejected.detail.hasPrefix("2 change sets rejected for naming notes.mood"))
-        #expect(!VerdictChecks.schemaUpgrade(.init(written: 0, rejected: 0)).passed)
+        #expect(!VerdictChecks.schemaUpgrade(.init(written: 0, held: 0, rejected: 0)).passed)
+    }
+
+    /// Seed 431's run: the notes written with the new attribute were all deleted with their
+    /// players before the end, and the check said no device had learned the schema.
+    @Test func theCheckPassesWhenEveryRecordWrittenWithTheNewAttributeWasDeletedSince() {
+        let check = VerdictChecks.schemaUpgrade(.init(written: 370, held: 0, rejected: 0))
+        #expect(check.passed)
+        #expect(check.detail == "370 change sets committed with notes.mood (0 records hold it now), none rejected for it")
     }
 }

@@ -30,10 +30,16 @@ enum SchemaUpgrade {
         return (target, version + 1)
     }
 
-    /// What PostgreSQL says of the upgrade: notes written with the new attribute, and change sets
-    /// rejected for naming it (each one an edit an instance not upgraded yet undid).
+    /// What PostgreSQL says of the upgrade: change sets committed with the new attribute, the
+    /// records holding it now, and change sets rejected for naming it (each one an edit an
+    /// instance not upgraded yet undid).
     struct Audit: Sendable, Equatable {
+        /// Committed change sets (in the log) that gave the attribute a value: what shows that
+        /// devices learned the schema. The records alone may not: the soak's notes hang on its
+        /// hot players, and an admin's delete of a player takes its notes with it (seed 431 wrote
+        /// 370 moods, and the last of them went with player 7).
         var written: Int64
+        var held: Int64
         var rejected: Int64
     }
 
@@ -41,6 +47,13 @@ enum SchemaUpgrade {
         try await VerdictDatabase.withDatabase(url: databaseURL, logger: logger) { database in
             try await database.inSnapshot { connection in
                 let written = try await connection.query(
+                    """
+                    SELECT count(*) FROM revsync_log AS l
+                    WHERE EXISTS (SELECT 1 FROM jsonb_each(l.body::jsonb -> \(entity)::text -> 'attributes') AS a(id, value)
+                                  WHERE a.value ->> \(attribute)::text IS NOT NULL)
+                    """, logger: logger
+                ).collect().first?.decode(Int64.self) ?? 0
+                let held = try await connection.query(
                     "SELECT count(*) FROM \(unescaped: entity) WHERE \(unescaped: attribute) IS NOT NULL", logger: logger
                 ).collect().first?.decode(Int64.self) ?? 0
                 // The validator's words: `unknown attribute "mood" of notes` (escaped inside the reason's JSON).
@@ -50,7 +63,7 @@ enum SchemaUpgrade {
                     WHERE strpos(reason, 'unknown attribute') > 0 AND strpos(reason, \(attribute)) > 0
                     """, logger: logger
                 ).collect().first?.decode(Int64.self) ?? 0
-                return Audit(written: written, rejected: rejected)
+                return Audit(written: written, held: held, rejected: rejected)
             }
         }
     }

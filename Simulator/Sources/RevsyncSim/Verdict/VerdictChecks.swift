@@ -60,8 +60,8 @@ public enum VerdictChecks {
                 + "back with it set apart from the other checks")
     }
 
-    /// After a rolling schema upgrade: devices learned the new attribute and wrote it (notes
-    /// with it in PostgreSQL), and no change set was rejected for naming it (an instance not
+    /// After a rolling schema upgrade: devices learned the new attribute and wrote it (change
+    /// sets committed with it), and no change set was rejected for naming it (an instance not
     /// upgraded yet must ask for it again, not reject it and have the device undo the edit).
     static func schemaUpgrade(_ audit: SchemaUpgrade.Audit) -> VerdictCheck {
         let name = "\(SchemaUpgrade.entity).\(SchemaUpgrade.attribute)"
@@ -71,10 +71,12 @@ public enum VerdictChecks {
                 detail: "\(audit.rejected) change sets rejected for naming \(name), each an edit undone on its device")
         }
         guard audit.written > 0 else {
-            return VerdictCheck(name: Name.schemaUpgrade, passed: false, detail: "no record has \(name): no device learned the new schema")
+            return VerdictCheck(
+                name: Name.schemaUpgrade, passed: false, detail: "no change set committed a value of \(name): no device learned the new schema")
         }
         return VerdictCheck(
-            name: Name.schemaUpgrade, passed: true, detail: "\(audit.written) records written with \(name), none rejected for it")
+            name: Name.schemaUpgrade, passed: true,
+            detail: "\(audit.written) change sets committed with \(name) (\(audit.held) records hold it now), none rejected for it")
     }
 
     /// For every device whose token the run rotated: no request it sent with its old token
