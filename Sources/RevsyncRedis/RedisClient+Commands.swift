@@ -33,6 +33,16 @@ extension RedisClient {
         }
     }
 
+    /// Sends all commands on one connection in one write, like `pipeline(_:)`, and returns
+    /// without waiting for their replies: the future completes with them (or fails with a
+    /// ``RedisError``) on the connection's event loop. For a caller that has nothing to do with
+    /// the replies but react to them.
+    public func submit(pipeline commands: [[ByteBuffer]]) async throws -> EventLoopFuture<[RedisValue]> {
+        try await withConnection { connection throws(RedisError) in
+            try connection.submit(pipeline: commands)
+        }
+    }
+
     /// `pipeline(_:)` for commands whose arguments are all text.
     public func pipeline(_ commands: [[String]]) async throws -> [RedisValue] {
         try await pipeline(commands.map { $0.map { ByteBuffer(string: $0) } })

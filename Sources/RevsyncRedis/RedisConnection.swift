@@ -106,6 +106,12 @@ final class RedisConnection: Sendable {
         return try await send(RESPCommandEncoder.encode(commands), replyCount: commands.count)
     }
 
+    /// Sends all commands in one write; the future completes with one reply per command.
+    func submit(pipeline commands: [[ByteBuffer]]) throws(RedisError) -> EventLoopFuture<[RedisValue]> {
+        guard !commands.isEmpty else { return channel.eventLoop.makeSucceededFuture([]) }
+        return submit(try RESPCommandEncoder.encode(commands), replyCount: commands.count)
+    }
+
     /// Fails what is waiting with `error` and closes the connection.
     func close(failingWith error: RedisError = .shutDown) {
         channel.triggerUserOutboundEvent(CloseConnection(error: error), promise: nil)

@@ -20,7 +20,7 @@ public struct PostgresChangeLog: ChangeLog {
 
     public func authoritativeState() async throws -> LogState { try await state() }
 
-    public func didCommit(_ entries: [CommittedEntry]) async {}
+    public func didCommit(_ entries: [CommittedEntry]) async -> CommitPublication { .done }
 
     /// Reads no more bodies than the page takes: PostgreSQL sums the sizes as it goes and sends
     /// a body only for rows the page admits (the first row always, then while the bytes fit).

@@ -449,13 +449,16 @@ public final class RedisChangeLog: ChangeLog {
         try await postgres.authorEntries(revisions, for: device)
     }
 
-    public func didCommit(_ entries: [CommittedEntry]) async {
-        guard let first = entries.first, let last = entries.last else { return }
+    /// Compresses the entries and keeps their values (`recentValues`), which is all this
+    /// instance's reads need, and sends them to Redis for the other instances: the pipeline's
+    /// replies are what it returns.
+    public func didCommit(_ entries: [CommittedEntry]) async -> CommitPublication {
+        guard let first = entries.first, let last = entries.last else { return .done }
         recentState.withLock { recent in
             recent.state = LogState(head: max(recent.state.head, last.revision), horizon: recent.state.horizon)
         }
         // Compressed only when Redis takes them: with the cache off or down, nobody would read them.
-        guard let keys = usableKeys else { return }
+        guard let keys = usableKeys else { return .done }
         let previous = await publicBody(first.revision - 1, keys: keys)
         let cached = commitDeflater.withLock { Self.cachedEntries(entries, previous: previous.map { (first.revision - 1, $0) }, with: $0) }
         lastPublic.withLock { $0 = (last.revision, last.body) }
@@ -488,8 +491,14 @@ public final class RedisChangeLog: ChangeLog {
         commands.append(["GET", keys.horizon].map { ByteBuffer(string: $0) })
         // Then the other instances' waiters are woken (`CommitFeed`): they read the entries just written.
         commands.append(["PUBLISH", keys.commits, String(last.revision)].map { ByteBuffer(string: $0) })
+        let replies: EventLoopFuture<[RedisValue]>
         do {
-            let replies = try await redis.pipeline(commands)
+            replies = try await redis.submit(pipeline: commands)
+        } catch {
+            health.failed(error)
+            return .done
+        }
+        return CommitPublication(replies.map { [self] replies in
             metrics.recordCache("writes", count: entries.count)
             health.succeeded()
             if replies.count >= 3, case .integer(let head) = replies[replies.count - 3],
@@ -497,9 +506,7 @@ public final class RedisChangeLog: ChangeLog {
             {
                 remember(LogState(head: head, horizon: horizon))
             }
-        } catch {
-            health.failed(error)
-        }
+        }.flatMapErrorThrowing { [health] error in health.failed(error) })
     }
 
     /// Compresses `entries`, each chained after the one before it where that one is at hand

@@ -106,8 +106,9 @@ public protocol ChangeLog: Sendable {
     /// The author's form of the given revisions (acknowledgements the device asks for again).
     func authorEntries(_ revisions: [Int64], for device: Device) async throws -> [LogEntry]
     /// Called after a batch committed, with its entries in revision order, before any of its
-    /// requests is answered; must not fail them.
-    func didCommit(_ entries: [CommittedEntry]) async
+    /// requests is answered; must not fail them. Returns once this instance's reads find the
+    /// entries; what it returns ends once every instance's do.
+    func didCommit(_ entries: [CommittedEntry]) async -> CommitPublication
 }
 
 extension ChangeLog {

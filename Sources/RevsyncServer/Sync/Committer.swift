@@ -14,7 +14,8 @@ import RevsyncWire
 /// writes) go first in the next batch, before requests that arrived later.
 struct Committer: Sendable {
     let applier: ChangeSetApplier
-    /// Learns each batch's entries (the cache) before its requests are answered.
+    /// Learns each batch's entries (the cache): the instance's copy before its requests are
+    /// answered, the cache's after (`CommitPublication`).
     let changeLog: any ChangeLog
     let queue: CommitQueue
     /// A leader waits this long before taking its batch, to let more requests join (0: none).
@@ -22,13 +23,19 @@ struct Committer: Sendable {
     /// Learns each batch's revisions: a batch numbered at or below what this instance saw before
     /// reveals a database that went back (`HistoryWatch`).
     let history: DatasetHistory?
+    /// This instance's waiting requests, woken once a batch is published.
+    let waiters: CommitWaiters?
 
-    init(applier: ChangeSetApplier, changeLog: any ChangeLog, batchSize: Int, batchWait: Duration, history: DatasetHistory? = nil) {
+    init(
+        applier: ChangeSetApplier, changeLog: any ChangeLog, batchSize: Int, batchWait: Duration, history: DatasetHistory? = nil,
+        waiters: CommitWaiters? = nil
+    ) {
         self.applier = applier
         self.changeLog = changeLog
         queue = CommitQueue(batchSize: min(ChangeSetApplier.maxBatch, max(1, batchSize)))
         self.batchWait = batchWait
         self.history = history
+        self.waiters = waiters
     }
 
     /// Applies a request's change sets; returns their outcomes in order. A refusal under the
@@ -48,13 +55,19 @@ struct Committer: Sendable {
         }
     }
 
-    /// Applies the next batch and hands the lead on; then, once the cache has learned the
-    /// batch's entries, answers the requests it finished.
+    /// Applies the next batch and hands the lead on; then, once this instance's reads find the
+    /// batch's entries, answers the requests it finished, and then writes the entries to the
+    /// cache for the other instances.
     ///
     /// The next batch's transaction runs while this one's entries are compressed and written
     /// to the cache: on two cores the two overlap, where one after the other they took a
-    /// quarter of each batch's time. Caches learn batches in commit order (`PublicationTurn`),
-    /// and a request is answered only after its entries are cached, as before.
+    /// quarter of each batch's time. Caches learn batches in commit order (`PublicationTurn`).
+    /// A request is answered once the instance holds its batch's entries (compressed, in
+    /// `RecentValues`) and has sent them to the cache, before the cache's reply: its answer
+    /// reads them in memory. The leader's own request too: nobody awaits the reply, which
+    /// finishes the batch's turn and wakes the instance's waiters once the cache has the
+    /// entries, as every other instance's are woken (by the message on the commits channel), so
+    /// that their reads find them there too.
     private func leadOneBatch() async {
         if batchWait > .zero { try? await Task.sleep(for: batchWait) }
         let batch = await queue.takeBatch()
@@ -77,8 +90,12 @@ struct Committer: Sendable {
         let settled = await queue.settle(batch, results: results)
         await queue.handOff()
         await settled.turn.wait()
-        await changeLog.didCommit(entries)
-        settled.turn.finish()
+        let publication = await changeLog.didCommit(entries)
+        let turn = settled.turn, waiters = self.waiters, last = entries.last?.revision
+        publication.whenDone {
+            turn.finish()
+            if let waiters, let last { waiters.advance(to: last) }
+        }
         for (promise, signal) in settled.answers { promise.send(signal) }
     }
 }

@@ -30,7 +30,7 @@ package struct SyncService: Sendable {
     ) {
         committer = Committer(
             applier: ChangeSetApplier(store: changeSets, schema: schema, limits: limits), changeLog: changeLog,
-            batchSize: commitBatchSize, batchWait: commitBatchWait, history: history?.history)
+            batchSize: commitBatchSize, batchWait: commitBatchWait, history: history?.history, waiters: longPoll?.waiters)
         corrections = CorrectionBuilder(records: records, schema: schema)
         self.changeLog = changeLog
         self.limits = limits
@@ -152,13 +152,9 @@ package struct SyncService: Sendable {
 
         let applying = ContinuousClock.now
         let outcomes = try await committer.apply(request.changeSets, device: device)
-        // Every revision an outcome names (new, or repeated) is the device's own.
+        // Every revision an outcome names (new, or repeated) is the device's own. This instance's
+        // waiters are woken by the committer, once the batch is published.
         let own = outcomes.compactMap(\.revision)
-        // Without Redis this instance's waiters wake once this request's answer is ready (or it
-        // failed). With Redis, the instance's own message on the commits channel (`CommitFeed`)
-        // usually wakes them first, as it does every other instance's; the advance here then
-        // finds the head already there.
-        defer { if let longPoll, let newest = own.max() { longPoll.waiters.advance(to: newest) } }
         // A change set's time is its request's: it commits with the rest of its batch.
         recordApplied(request.changeSets, outcomes, duration: ContinuousClock.now - applying, logger: logger)
 

@@ -80,7 +80,7 @@ package final class InMemoryDataset: ChangeSetStore, ChangeLog, RecordStore, Dev
         }
     }
 
-    package func didCommit(_ entries: [CommittedEntry]) async {}
+    package func didCommit(_ entries: [CommittedEntry]) async -> CommitPublication { .done }
 
     // MARK: DeviceDirectory
 
