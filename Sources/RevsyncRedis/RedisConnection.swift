@@ -88,8 +88,8 @@ final class RedisConnection: Sendable {
         }
     }
 
-    /// The reply `submit` promised; every failure as a ``RedisError``.
-    func reply(of future: EventLoopFuture<RedisValue>) async throws(RedisError) -> RedisValue {
+    /// What a `submit` promised (one reply or a pipeline's); every failure as a ``RedisError``.
+    func reply<Value: Sendable>(of future: EventLoopFuture<Value>) async throws(RedisError) -> Value {
         do {
             return try await future.get()
         } catch let error as RedisError {
@@ -102,8 +102,7 @@ final class RedisConnection: Sendable {
     /// Sends all commands in one write and waits for one reply per command.
     /// Error replies are returned in place, not thrown.
     func execute(pipeline commands: [[ByteBuffer]]) async throws(RedisError) -> [RedisValue] {
-        guard !commands.isEmpty else { return [] }
-        return try await send(RESPCommandEncoder.encode(commands), replyCount: commands.count)
+        try await reply(of: submit(pipeline: commands))
     }
 
     /// Sends all commands in one write; the future completes with one reply per command.
@@ -122,15 +121,6 @@ final class RedisConnection: Sendable {
         try? await channel.closeFuture.get()
     }
 
-    private func send(_ bytes: ByteBuffer, replyCount: Int) async throws(RedisError) -> [RedisValue] {
-        do {
-            return try await submit(bytes, replyCount: replyCount).get()
-        } catch let error as RedisError {
-            throw error
-        } catch {
-            throw .connectionLost(endpoint: endpoint, reason: "\(error)")
-        }
-    }
 
     /// Writes `bytes`; the future completes with `replyCount` replies, or fails with a ``RedisError``.
     private func submit(_ bytes: ByteBuffer, replyCount: Int) -> EventLoopFuture<[RedisValue]> {

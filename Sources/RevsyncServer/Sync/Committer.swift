@@ -55,9 +55,9 @@ struct Committer: Sendable {
         }
     }
 
-    /// Applies the next batch and hands the lead on; then, once this instance's reads find the
-    /// batch's entries, answers the requests it finished, and then writes the entries to the
-    /// cache for the other instances.
+    /// Applies the next batch and hands the lead on; then, in the batch's turn, sends its
+    /// entries to the cache and answers the requests it finished without awaiting the cache's
+    /// reply, which ends the turn and wakes this instance's waiters.
     ///
     /// The next batch's transaction runs while this one's entries are compressed and written
     /// to the cache: on two cores the two overlap, where one after the other they took a
