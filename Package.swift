@@ -95,6 +95,8 @@ let package = Package(
             dependencies: [
                 "RevsyncWire",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // SQLite's own calls, to bind a row's values without GRDB's `StatementArguments` (SnapshotRowInsert).
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings

@@ -34,17 +34,8 @@ public final class SnapshotFileWriter {
     public func append(_ rows: [SnapshotRow], to table: String) async throws {
         guard let table = tables[table] else { throw SnapshotFileError.unknownTable(table) }
         try await queue.write { db in
-            let statement = try db.cachedStatement(sql: table.insertSQL)
-            var arguments: [DatabaseValue] = []
-            arguments.reserveCapacity(table.columns.count)
-            for row in rows {
-                arguments.removeAll(keepingCapacity: true)
-                arguments.append(row.id.databaseValue)
-                arguments.append(row.revision.databaseValue)
-                for value in row.values { arguments.append(value.databaseValue) }
-                statement.setUncheckedArguments(StatementArguments(arguments))
-                try statement.execute()
-            }
+            let insert = try SnapshotRowInsert(db.cachedStatement(sql: table.insertSQL))
+            for row in rows { try insert.run(row) }
         }
     }
 

@@ -22,26 +22,37 @@ package struct RecordColumns: Sendable {
     }
 
     package func decode(_ row: PostgresRow) throws -> StoredRecord {
+        let (id, revision, ordered) = try values(of: row)
+        var values: Attributes = [:]
+        values.reserveCapacity(ordered.count)
+        for (attribute, value) in zip(entity.attributes, ordered) { values[attribute.name] = value }
+        return StoredRecord(id: id, revision: revision, values: values)
+    }
+
+    /// The row's id, revision and attribute values in the entity's attribute order: what a
+    /// snapshot file stores, without a dictionary between.
+    package func values(of row: PostgresRow) throws -> (id: Int64, revision: Int64, values: [JSONValue]) {
         let cells = row.makeRandomAccess()
         let id = try cells[0].decode(Int64.self)
         let revision = try cells[1].decode(Int64.self)
-        var values: Attributes = [:]
+        var values: [JSONValue] = []
+        values.reserveCapacity(entity.attributes.count)
         for (offset, attribute) in entity.attributes.enumerated() {
             let cell = cells[offset + 2]
             switch attribute.type {
             case .string:
-                values[attribute.name] = try cell.decode(String?.self).map(JSONValue.string) ?? .null
+                values.append(try cell.decode(String?.self).map(JSONValue.string) ?? .null)
             case .integer:
-                values[attribute.name] = try cell.decode(Int64?.self).map(JSONValue.integer) ?? .null
+                values.append(try cell.decode(Int64?.self).map(JSONValue.integer) ?? .null)
             case .double:
-                values[attribute.name] = try cell.decode(Double?.self).map(JSONValue.double) ?? .null
+                values.append(try cell.decode(Double?.self).map(JSONValue.double) ?? .null)
             case .boolean:
-                values[attribute.name] = try cell.decode(Bool?.self).map(JSONValue.bool) ?? .null
+                values.append(try cell.decode(Bool?.self).map(JSONValue.bool) ?? .null)
             case .timestamp:
                 let text = try cell.decode(String?.self)
-                values[attribute.name] = text.map { .string(Timestamp.canonical($0 + "+00") ?? $0) } ?? .null
+                values.append(text.map { .string(Timestamp.canonical($0 + "+00") ?? $0) } ?? .null)
             }
         }
-        return StoredRecord(id: id, revision: revision, values: values)
+        return (id, revision, values)
     }
 }

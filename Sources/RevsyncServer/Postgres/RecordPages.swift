@@ -11,15 +11,23 @@ extension PostgresConnection {
     func forEachPage(
         of columns: RecordColumns, size: Int, _ logger: Logger, _ body: ([StoredRecord]) async throws -> Void
     ) async throws {
+        try await forEachPage(of: columns, size: size, logger, decode: columns.decode, id: { $0.id }, body)
+    }
+
+    /// The same, each row decoded by `decode` (whose `id` orders the pages).
+    func forEachPage<Record>(
+        of columns: RecordColumns, size: Int, _ logger: Logger, decode: (PostgresRow) throws -> Record, id: (Record) -> Int64,
+        _ body: ([Record]) async throws -> Void
+    ) async throws {
         var after = Int64.min
         while true {
             let rows = try await self.rows(
                 "SELECT \(unescaped: columns.selectList) FROM \(unescaped: columns.table) AS t WHERE t.id > \(after) ORDER BY t.id LIMIT \(size)",
                 logger)
-            let page = try rows.map(columns.decode)
+            let page = try rows.map(decode)
             guard let last = page.last else { return }
             try await body(page)
-            after = last.id
+            after = id(last)
             if page.count < size { return }
         }
     }

@@ -45,12 +45,16 @@ struct SnapshotFileBuilder: Sendable {
             let writer = try SnapshotFileWriter(path: path, tables: tables)
             for entity in schema.entities {
                 let columns = RecordColumns(entity)
-                let names = entity.attributes.map(\.name)
-                try await connection.forEachPage(of: columns, size: batchSize, logger) { page in
-                    let batch = page.map { record in
-                        SnapshotRow(id: record.id, revision: record.revision, values: names.map { record.values[$0] ?? .null })
-                    }
-                    try await writer.append(batch, to: entity.name)
+                // Rows decoded straight into the file's column order, without a dictionary a record.
+                try await connection.forEachPage(
+                    of: columns, size: batchSize, logger,
+                    decode: { row in
+                        let (id, revision, values) = try columns.values(of: row)
+                        return SnapshotRow(id: id, revision: revision, values: values)
+                    },
+                    id: { $0.id }
+                ) { page in
+                    try await writer.append(page, to: entity.name)
                 }
             }
             return .built(try await writer.finish(revision: head, schemaVersion: schema.version, history: history), database: database)
