@@ -2,28 +2,30 @@ import GRDB
 import GRDBSQLite
 import RevsyncWire
 
-/// A table's insert statement, run for one row at a time with its values bound by SQLite's own
-/// calls.
+/// A table's insert (or upsert) statement, run for one row at a time with its values bound by
+/// SQLite's own calls.
 ///
 /// GRDB's `StatementArguments` cost more than the inserts they bound: its initializers map the
 /// values in unspecialized generic code (through a key path built anew at each call, or a boxed
 /// value each), which took about a third of the server's CPU in a snapshot file's build, against
-/// about 2 % for SQLite's own work. Used only on the scratch file a `SnapshotFileWriter` fills,
-/// which nothing observes: the statement runs without GRDB's hooks around it.
-struct SnapshotRowInsert {
+/// about 2 % for SQLite's own work, and a sixth of a device's loading a JSON snapshot. The
+/// statement runs without GRDB's hooks around it (transaction observers, the schema cache), so
+/// it is only for files nothing observes: the scratch file a `SnapshotFileWriter` fills, and a
+/// device's own file, whose `DatabaseWriter` the engine keeps to itself.
+public struct SnapshotRowInsert {
     private let statement: Statement
     private let handle: SQLiteStatement
     /// The statement's parameters: id, revision and one per attribute.
     private let parameters: Int
 
-    init(_ statement: Statement) {
+    public init(_ statement: Statement) {
         self.statement = statement
         self.handle = statement.sqliteStatement
         self.parameters = Int(sqlite3_bind_parameter_count(handle))
     }
 
     /// Inserts the row: its id, its revision, then its values in the table's attribute order.
-    func run(_ row: SnapshotRow) throws {
+    public func run(_ row: SnapshotRow) throws {
         // The previous run's outcome was checked when it ended; reset keeps nothing else.
         sqlite3_reset(handle)
         guard row.values.count + 2 == parameters else {

@@ -27,12 +27,14 @@ final class SQLiteRecordStore: RecordStore {
 
     func put(_ entity: String, _ record: DeviceRecord) throws {
         let table = try layout.table(entity)
-        var values: [DatabaseValue] = [record.id.databaseValue, record.revision.databaseValue]
-        values.reserveCapacity(table.attributes.count + 2)
+        var values: [JSONValue] = []
+        values.reserveCapacity(table.attributes.count)
         for attribute in table.attributes {
-            values.append((record.attributes[attribute.name] ?? .null).databaseValue)
+            values.append(record.attributes[attribute.name] ?? .null)
         }
-        try db.cachedStatement(sql: table.upsert).execute(arguments: StatementArguments(values))
+        // Bound by SQLite's own calls: GRDB's StatementArguments took more than the upsert itself.
+        try SnapshotRowInsert(db.cachedStatement(sql: table.upsert))
+            .run(SnapshotRow(id: record.id, revision: record.revision, values: values))
     }
 
     @discardableResult

@@ -196,6 +196,11 @@ public final class HTTPSyncTransport: SyncTransport {
         guard (200..<300).contains(status) else {
             throw ErrorResponseMapper.error(status: status, body: Array(bytes), retryAfter: retryAfter)
         }
+        // Sync answers and JSON snapshots, the device's bulk, are read straight from the bytes;
+        // whatever that reader leaves (and every other answer) goes to JSONDecoder.
+        if Answer.self == SyncResponse.self, let answer = payload.withUnsafeReadableBytes({ SyncResponseReader.read($0) }) as? Answer {
+            return answer
+        }
         do {
             return try JSONDecoder().decode(Answer.self, from: Data(bytes))
         } catch {
