@@ -110,3 +110,34 @@ import Testing
         #expect(again.canonical == timestamp.canonical)
     }
 }
+
+/// `Timestamp.canonical(postgresUTC:)` must give exactly what parsing gave: `canonical(text +
+/// "+00")`, or the text where that is nil.
+@Suite struct PostgresTextTimestampTests {
+    private func parsed(_ text: String) -> String { Timestamp.canonical(text + "+00") ?? text }
+
+    @Test(arguments: [
+        "2014-02-01 12:15:23", "2014-02-01 12:15:23.487", "2014-02-01 12:15:23.000001", "2014-02-01 12:15:23.5",
+        "0001-01-01 00:00:00", "9999-12-31 23:59:59.999999", "2024-02-29 00:00:00", "2000-02-29 12:00:00.1",
+        // Not what PostgreSQL writes in UTC with the ISO DateStyle: parsed as before.
+        "2014-02-01 12:15:23.480", "2014-02-01 12:15:23.", "2014-02-01 12:15:23.1234567", "2023-02-29 00:00:00",
+        "1900-02-29 00:00:00", "2014-13-01 00:00:00", "2014-02-01 24:00:00", "2014-02-01 12:60:00",
+        "2014-02-01 12:15:60", "0000-01-01 00:00:00", "10000-01-01 00:00:00", "2014-02-01T12:15:23",
+        "2014-02-01 12:15", "2014-02-01", "02/01/2014 12:15:23", "Sat Feb 01 12:15:23 2014",
+        "0044-03-15 12:00:00 BC", "2014-02-01 12:15:23.4a", "2014-02-01 12:15:2x", "", "infinity",
+    ])
+    func givesWhatParsingGave(text: String) {
+        #expect(Timestamp.canonical(postgresUTC: text) == parsed(text))
+    }
+
+    @Test func givesWhatParsingGaveOnRandomInstants() {
+        var random = SystemRandomNumberGenerator()
+        for _ in 0..<20_000 {
+            let instant = Timestamp(microseconds: Int64.random(in: -62_135_596_800_000_000...253_402_300_799_999_999, using: &random))
+            // The canonical text without its offset is what PostgreSQL writes for it in UTC.
+            let text = String(instant.canonical.dropLast(3))
+            #expect(Timestamp.canonical(postgresUTC: text) == parsed(text), "\(text)")
+            #expect(Timestamp.canonical(postgresUTC: text) == instant.canonical)
+        }
+    }
+}

@@ -50,7 +50,7 @@ package struct RecordColumns: Sendable {
                 values.append(try cell.decode(Bool?.self).map(JSONValue.bool) ?? .null)
             case .timestamp:
                 let text = try cell.decode(String?.self)
-                values.append(text.map { .string(Timestamp.canonical($0 + "+00") ?? $0) } ?? .null)
+                values.append(text.map { .string(Timestamp.canonical(postgresUTC: $0)) } ?? .null)
             }
         }
         return (id, revision, values)
