@@ -5,9 +5,9 @@
 /// It answers only what it is sure of: when it returns a request, that request equals what
 /// `JSONDecoder` decodes from the same bytes. Anything outside the usual shape, and anything
 /// invalid, gives nil, and the caller decodes with `JSONDecoder`, which also words the error:
-/// `wait` with an exponent, keys this reader does not know (unknown top-level keys, which the
-/// decoder ignores), a key twice in one object, attribute values that are arrays or objects, a
-/// lone surrogate in a string. `SyncRequestReaderTests` compares the two on many bodies.
+/// `maxRevision`, seqs and ids that are not integers within `Int64`, `wait` with an exponent,
+/// keys this reader does not know (unknown top-level keys, which the decoder ignores), a key
+/// twice in one object, attribute values that are arrays or objects, a lone surrogate in a string. `SyncRequestReaderTests` compares the two on many bodies.
 public enum SyncRequestReader {
     public static func read(_ bytes: UnsafeRawBufferPointer) -> SyncRequest? {
         var cursor = JSONCursor(bytes: bytes)
