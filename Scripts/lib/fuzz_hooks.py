@@ -12,6 +12,10 @@
   comma-separated) are never revoked, rotated or re-roled: schemathesis can learn their ids
   from GET /devices, and the run would then go on with a dead token. Such a request is
   sent for a fresh random id instead (a 404, as for any unknown device).
+- GET /snapshot with a `Range` asks for the file without gzip: a range of the gzip copy is
+  bytes of the compressed file (docs/protocol.md, "Resuming"), which `requests` tries to
+  inflate from the middle and reports as a network error ("incorrect header check").
+  `SnapshotFileTests` covers the gzip copy's ranges.
 """
 
 import gzip
@@ -140,6 +144,9 @@ def before_call(context, case, kwargs):
     parameters = case.path_parameters or {}
     if parameters.get("id") in PROTECTED_DEVICES:
         parameters["id"] = str(uuid.uuid4())
+    if case.operation.path == "/snapshot" and _header(case.headers, "range")[0] is not None:
+        key, _ = _header(case.headers, "accept-encoding")
+        case.headers[key or "Accept-Encoding"] = "identity"
     _, encoding = _header(case.headers, "content-encoding")
     if isinstance(encoding, str) and encoding.strip().lower() in ("gzip", "x-gzip") and case.body is not None:
         try:
