@@ -90,10 +90,16 @@ struct JSONCursor {
         return try? JSONDecoder().decode(JSONValue.self, from: Data(token))
     }
 
-    /// A number with an optional fraction, no exponent, as the nearest `Double` (`wait`).
+    /// A number with an optional fraction, no exponent, as the nearest `Double` (`wait`). One
+    /// that a double cannot hold (past about 1.8 × 10^308, or so small that it rounds to zero)
+    /// is nil: `Double` would make it infinity or zero, and the decoder refuses it.
     mutating func number() -> Double? {
-        guard let token = numberBytes(exponent: false), !isFractionOrExponent(at: index) else { return nil }
-        return Double(String(decoding: token, as: UTF8.self))
+        guard let token = numberBytes(exponent: false), !isFractionOrExponent(at: index),
+              let value = Double(String(decoding: token, as: UTF8.self)), value.isFinite else { return nil }
+        guard value != 0 || token.allSatisfy({ $0 == UInt8(ascii: "0") || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "-") }) else {
+            return nil
+        }
+        return value
     }
 
     /// A JSON number's bytes (an exponent only if `exponent`), the cursor after them.

@@ -5,7 +5,8 @@
 /// It answers only what it is sure of: when it returns a request, that request equals what
 /// `JSONDecoder` decodes from the same bytes. Anything outside the usual shape, and anything
 /// invalid, gives nil, and the caller decodes with `JSONDecoder`, which also words the error:
-/// `maxRevision`, seqs and ids that are not integers within `Int64`, `wait` with an exponent,
+/// `maxRevision`, seqs, revisions and ids that are not integers within `Int64`, `wait` with an
+/// exponent or that a double cannot hold (too large, or so small that it rounds to zero),
 /// keys this reader does not know (unknown top-level keys, which the decoder ignores), a key
 /// twice in one object, attribute values that are arrays or objects, a lone surrogate in a string. `SyncRequestReaderTests` compares the two on many bodies.
 public enum SyncRequestReader {

@@ -104,6 +104,34 @@ import Testing
         #expect(foundation(invalid) == nil)
     }
 
+    /// A `wait` that a double cannot hold: `Double` would make it infinity or zero, and the
+    /// decoder refuses it, so the reader leaves it to the decoder (which words the error). The
+    /// extremes a double does hold are read, and as the decoder reads them.
+    @Test func leavesWaitsADoubleCannotHoldToTheDecoder() throws {
+        let body = { (wait: String) in Array(#"{"maxRevision":1,"changeSets":[],"wait":"#.utf8) + Array(wait.utf8) + Array("}".utf8) }
+        let zeros = { (count: Int) in String(repeating: "0", count: count) }
+        // 10^309, -10^309, 10^-331, -10^-331.
+        for wait in ["1" + zeros(309), "-1" + zeros(309), "0." + zeros(330) + "1", "-0." + zeros(330) + "1"] {
+            #expect(SyncRequestReader.read(body(wait)) == nil, "wait \(wait.prefix(8))… (\(wait.count) characters)")
+        }
+        // 10^308, 10^-301, 5 × 10^-324 (the smallest subnormal), zeros with a fraction and a sign.
+        for wait in ["1" + zeros(308), "0." + zeros(300) + "1", "0." + zeros(323) + "5", "0." + zeros(40), "-0.0"] {
+            let expected = try #require(foundation(body(wait)), "wait \(wait.prefix(8))… (\(wait.count) characters)")
+            #expect(SyncRequestReader.read(body(wait)) == expected, "wait \(wait.prefix(8))… (\(wait.count) characters)")
+        }
+        // The same extremes as attribute values: whatever the decoder makes of them, the reader does.
+        let value = { (number: String) in
+            Array(#"{"maxRevision":1,"changeSets":[{"seq":1,"types":["notes"],"notes":{"update":[9],"attributes":{"9":{"x":"#.utf8)
+                + Array(number.utf8) + Array("}}}}]}".utf8)
+        }
+        for number in [
+            "5e-324", "4.9e-324", "2.2250738585072014e-308", "2.225073858507201e-308", "1e-400", "-1e-400", "1.7976931348623157e308",
+            "1e309", "-1e309", "0." + zeros(330) + "1", "0." + zeros(323) + "5", "1" + zeros(309), "0." + zeros(300) + "15",
+        ] {
+            #expect(SyncRequestReader.read(value(number)) == foundation(value(number)), "x \(number.prefix(12))… (\(number.count) characters)")
+        }
+    }
+
     /// Random requests written with random spacing, key order and escapes: every one is read,
     /// and read as the decoder reads it. Then each is damaged at random: whatever the reader
     /// still reads, the decoder reads the same.
