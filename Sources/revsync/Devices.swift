@@ -3,6 +3,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
+import RevsyncServer
 import RevsyncWire
 
 /// `revsync devices …`: the admin endpoints for operators, against a running server.
@@ -18,29 +19,28 @@ struct Devices: AsyncParsableCommand {
         @Option(help: "A file holding the admin token (env REVSYNC_ADMIN_TOKEN_FILE; else env REVSYNC_ADMIN_TOKEN).")
         var adminTokenFile: String?
 
+        /// The `REVSYNC_*` variables that are set: an empty one counts as unset, as for the server.
+        private var environment: [String: String] { ProcessInfo.processInfo.environment.filter { !$0.value.isEmpty } }
+
         func baseURL() -> String {
-            let text = url ?? ProcessInfo.processInfo.environment["REVSYNC_URL"] ?? "http://127.0.0.1:8080"
+            let text = url ?? environment["REVSYNC_URL"] ?? "http://127.0.0.1:8080"
             return text.hasSuffix("/") ? String(text.dropLast()) : text
         }
 
-        /// The first token of the file, or of REVSYNC_ADMIN_TOKEN.
+        /// The first token of the file, or of REVSYNC_ADMIN_TOKEN, read as the server reads them.
         func adminToken() throws -> String {
-            let environment = ProcessInfo.processInfo.environment
+            let environment = self.environment
             if let path = adminTokenFile ?? environment["REVSYNC_ADMIN_TOKEN_FILE"] {
                 guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
                     throw ValidationError("cannot read the admin token file \(path)")
                 }
-                guard let token = Self.tokens(text, separator: "\n").first else { throw ValidationError("\(path) holds no token") }
+                guard let token = AdminTokens.parse(text, separator: "\n").first else { throw ValidationError("\(path) holds no token") }
                 return token
             }
-            guard let token = Self.tokens(environment["REVSYNC_ADMIN_TOKEN"] ?? "", separator: ",").first else {
+            guard let token = AdminTokens.parse(environment["REVSYNC_ADMIN_TOKEN"] ?? "", separator: ",").first else {
                 throw ValidationError("give the admin token with --admin-token-file or REVSYNC_ADMIN_TOKEN")
             }
             return token
-        }
-
-        static func tokens(_ text: String, separator: Character) -> [String] {
-            text.split(separator: separator).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
         }
 
         /// Sends one admin request and returns the body of a 2xx answer; anything else throws the server's message.

@@ -21,7 +21,7 @@ struct CommonOptions: ParsableArguments {
     @Option(help: "Dataset schema file (env REVSYNC_SCHEMA, default Config/schema.json).")
     var schema: String?
 
-    @Option(help: "Log level: trace, debug, info, notice, warning, error (env REVSYNC_LOG_LEVEL).")
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (env REVSYNC_LOG_LEVEL).")
     var logLevel: String?
 
     func settings() throws -> ServerSettings {

@@ -6,7 +6,7 @@ import Foundation
 /// it, then remove the old one: from `REVSYNC_ADMIN_TOKEN` (comma-separated) and from
 /// `REVSYNC_ADMIN_TOKEN_FILE` (one per line, `#` comments). The file is read on every
 /// admin request, so editing it takes effect without a restart.
-struct AdminTokens: Sendable {
+package struct AdminTokens: Sendable {
     let inline: [String]
     let file: String?
 
@@ -30,8 +30,12 @@ struct AdminTokens: Sendable {
         return tokens.map { DeviceStore.constantTimeEqual(token, $0) }.contains(true)
     }
 
-    static func parse(_ text: String, separator: Character) -> [String] {
-        text.split(separator: separator)
+    /// The tokens of a file (`separator` a newline) or of `REVSYNC_ADMIN_TOKEN` (a comma): each
+    /// trimmed of spaces and line ends (CRLF files included), empty ones and `#` comments left out.
+    // `package`: `revsync devices` reads the same settings the same way.
+    package static func parse(_ text: String, separator: Character) -> [String] {
+        // A CRLF line end is one `Character`, not "\n": lines are split at any line end.
+        (separator.isNewline ? text.split(whereSeparator: \.isNewline) : text.split(separator: separator))
             .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
             .filter { !$0.isEmpty && !$0.hasPrefix("#") }
     }
