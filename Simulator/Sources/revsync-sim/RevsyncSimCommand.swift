@@ -69,7 +69,8 @@ struct RevsyncSimCommand: AsyncParsableCommand {
     var records = 100_000
 
     @Option(help: """
-        Faults, comma-separated: server-kill, redis-flush, redis-restart, postgres-restart, postgres-refuses, snapshot-removed, schema-upgrade (server side), \
+        Faults, comma-separated: server-kill, redis-flush, redis-restart, postgres-restart, postgres-refuses, snapshot-removed, schema-upgrade, \
+        database-restore (server side), \
         device-restore, device-revoke, device-role-downgrade, device-rotate (device side), all or none.
         """)
     var faults = "server-kill,redis-flush"
@@ -126,7 +127,7 @@ struct RevsyncSimCommand: AsyncParsableCommand {
             throw ValidationError("no revsync executable next to revsync-sim: build it (swift build) or give --server")
         }
         let repo = self.repo ?? FileManager.default.currentDirectoryPath
-        let redis = redisURL ?? environment["REVSYNC_REDIS_URL"] ?? "redis://127.0.0.1:6379"
+        let redis = redisURL ?? environment["REVSYNC_REDIS_URL"] ?? "redis://127.0.0.1:63799"
         let stack = repo + "/Scripts/stack"
 
         var settings = SoakSettings(
@@ -135,18 +136,18 @@ struct RevsyncSimCommand: AsyncParsableCommand {
             schemaPath: schema ?? environment["REVSYNC_SCHEMA"] ?? "\(repo)/Config/schema.json",
             restartRedisCommand: [stack, "restart", "redis"], restartPostgresCommand: [stack, "restart", "postgres"])
         settings.devices = try positive(devices, "--devices")
-        settings.joiningDevices = joining
+        settings.joiningDevices = try joining.map { try nonNegative($0, "--joining") }
         settings.workload = .seconds(try positive(minutes, "--minutes") * 60)
         settings.link = link
         settings.linkKnobs = try linkKnobs()
         settings.instances = try positive(instances, "--instances")
         settings.seedRecords = try positive(records, "--records")
         settings.faults = try Self.parseFaults(faults)
-        settings.deviceCrashes = crashes
+        settings.deviceCrashes = try crashes.map { try nonNegative($0, "--crashes") }
         settings.thinkTime = .seconds(try positive(thinkTime, "--think-time"))
         guard wait.isFinite, wait >= 0 else { throw ValidationError("--wait is 0 or more seconds, not \(wait)") }
         settings.longPollWait = .seconds(wait)
-        settings.hotSetSize = hotSet
+        settings.hotSetSize = try positive(hotSet, "--hot-set")
         settings.drainBound = .seconds(try positive(drainBound, "--drain-bound"))
         settings.bootstrapConcurrency = try positive(bootstrapConcurrency, "--bootstrap-concurrency")
         settings.databaseName = databaseName
@@ -166,9 +167,12 @@ struct RevsyncSimCommand: AsyncParsableCommand {
 
     private func linkKnobs() throws -> LinkKnobs {
         var knobs = LinkKnobs()
+        for (value, name) in [(latency, "--latency"), (jitter, "--jitter")] {
+            if let value, !(value.isFinite && value >= 0) { throw ValidationError("\(name) is 0 or more milliseconds, not \(value)") }
+        }
         knobs.latency = latency.map { .milliseconds($0) }
         knobs.jitter = jitter.map { .milliseconds($0) }
-        knobs.bandwidth = bandwidth
+        knobs.bandwidth = try bandwidth.map { try nonNegative($0, "--bandwidth") }
         for (value, name) in [
             (refuse, "--refuse"), (resetMidRequest, "--reset-mid-request"), (resetMidResponse, "--reset-mid-response"),
             (stall, "--stall"), (dropAfterCommit, "--drop-after-commit"), (duplicate, "--duplicate"),
@@ -197,6 +201,11 @@ struct RevsyncSimCommand: AsyncParsableCommand {
 
     private func positive<T: Numeric & Comparable>(_ value: T, _ name: String) throws -> T {
         guard value > 0 else { throw ValidationError("\(name) must be positive, not \(value)") }
+        return value
+    }
+
+    private func nonNegative<T: Numeric & Comparable>(_ value: T, _ name: String) throws -> T {
+        guard value >= 0 else { throw ValidationError("\(name) must be 0 or more, not \(value)") }
         return value
     }
 
