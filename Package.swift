@@ -116,7 +116,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Free loopback ports and a service run beside a body: shared by the CLI, the bench, the simulator and the tests.
+        // Free loopback ports and a service run beside a body: shared by the server, the CLI, the bench, the simulator and the tests.
         .target(
             name: "RevsyncHarness",
             dependencies: [

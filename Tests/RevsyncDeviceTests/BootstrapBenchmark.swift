@@ -10,8 +10,9 @@ import Testing
 /// (gzip) from a 100,000-record snapshot of the default schema into a SQLite file.
 /// Run alone (the peak memory is the process's), twice (the first run generates
 /// the snapshot file), and without Swift Testing's backtrace capture of thrown
-/// errors, which `JSONValue`'s decoding uses internally and which would
-/// otherwise dominate the time:
+/// errors, as the earlier figures were (`JSONValue`'s decoding threw internally
+/// and the capture dominated the time, before the transport read answers with
+/// `SyncResponseReader`):
 ///
 ///     SWT_SWIFT_ERROR_BACKTRACING_ENABLED=0 REVSYNC_DEVICE_BENCHMARK=1 \
 ///         swift test -c release -Xswiftc -enable-testing --filter BootstrapBenchmark
