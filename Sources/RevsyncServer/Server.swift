@@ -188,7 +188,8 @@ public struct Server: Sendable {
         if let requestWorkers { services.append(requestWorkers) }
         if let redis, let cache {
             services += [
-                RedisService(client: redis), CacheReconciler(cache: cache, interval: settings.cacheReconcileInterval, waiters: waiters, feed: commitFeed),
+                RedisService(client: redis), CacheReconciler(
+                    cache: cache, interval: settings.cacheReconcileInterval, waiters: waiters, feed: commitFeed, history: history),
             ]
         }
         // Last, so that it stops first (services stop in reverse order), while Redis still runs.

@@ -212,6 +212,24 @@ import Testing
         }
     }
 
+    /// The reconciler raises a cached head and horizon behind PostgreSQL's (a write lost, a key
+    /// evicted or flushed), though its reads skip the raise while the cache is level.
+    @Test func theReconcilerRaisesALaggingHeadAndAMissingHorizon() async throws {
+        try await withTestServer(configure: { $0.cacheReconcileInterval = .milliseconds(100) }) { harness in
+            let writer = try await harness.register("member", name: "writer")
+            let head = try await Self.write(harness, writer, count: 5)
+            let keys = try await Self.keys(harness)
+            let redis = try Self.redis(harness.server.settings.redisURL)
+            try await redis.set(keys.head, ByteBuffer(string: "3"))
+            _ = try await redis.command(["DEL", keys.horizon])
+            try await eventually("the cached head and horizon raised to PostgreSQL's") {
+                let values = try await redis.mget([keys.head, keys.horizon]).map { $0.map { String(buffer: $0) } }
+                return values == [String(head), "0"]
+            }
+            await redis.shutdown()
+        }
+    }
+
     @Test func cachedHeadMovedBackwardsNeverLosesAChangeSet() async throws {
         try await withTestServer(configure: { $0.cacheReconcileInterval = .milliseconds(200) }) { harness in
             let writer = try await harness.register("member", name: "writer")

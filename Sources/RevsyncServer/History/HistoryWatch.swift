@@ -1,6 +1,7 @@
 import Logging
 import RevsyncRules
 import ServiceLifecycle
+import Synchronization
 
 /// Keeps this instance's `DatasetHistory` up with the database's, and renews the database's
 /// history id when it finds the database went back: a head read below the highest revision
@@ -8,6 +9,11 @@ import ServiceLifecycle
 /// or a cache ahead of PostgreSQL (`RedisChangeLog`). One small query every
 /// `interval`; a renewal made elsewhere (another instance, `revsync restored`) is learned by
 /// the next one, and by any request that names an id this instance does not hold.
+///
+/// With the Redis cache on, the cache's reconciler reads the same row every
+/// `REVSYNC_CACHE_RECONCILE_MS` (`HeadReading`), and its read serves a check that is due
+/// (`check(before:read:)`): the watch then reads nothing itself. It reads again once no read
+/// came for a quarter of an interval past its due time (Redis down, the reconciler stalled).
 ///
 /// A class: every waiting request holds its `SyncService`, which holds this by one reference
 /// instead of a copy of its fields (a waiter grew by about 100 bytes as a struct).
@@ -25,6 +31,8 @@ package final class HistoryWatch: Service, Sendable {
     /// Called with the database's head once a new id is held (answers carry it): the requests
     /// waiting for a commit are answered now (`CommitWaiters.rewind`).
     let adopted: @Sendable (_ head: Int64) -> Void
+    /// When a check last read the database (any check: the watch's, a request's, the reconciler's).
+    private let lastRead = Mutex<ContinuousClock.Instant?>(nil)
 
     init(
         history: DatasetHistory, store: PostgresHistory, interval: Duration, logger: Logger,
@@ -41,17 +49,27 @@ package final class HistoryWatch: Service, Sendable {
     }
 
     package func run() async throws {
+        var schedule = HistoryCheckSchedule(interval: interval, startingAt: .now)
         // Both ways out matter: graceful shutdown, and plain cancellation (a cancelled sleep returns at once).
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
-            let interval = self.interval
-            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+            let pause = schedule.pause(lastRead: lastRead.withLock { $0 }, now: .now)
+            if pause > .zero { try? await cancelWhenGracefulShutdown { try await Task.sleep(for: pause) } }
             guard !Task.isShuttingDownGracefully, !Task.isCancelled else { break }
+            // Another check read meanwhile: its read moved the due time on.
+            guard schedule.pause(lastRead: lastRead.withLock { $0 }, now: .now) <= .zero else { continue }
+            let began = ContinuousClock.now
             do {
                 try await check()
             } catch {
                 logger.debug("history check skipped", metadata: ["error": "\(error)"])
             }
+            schedule.attempted(at: began, lastRead: lastRead.withLock { $0 })
         }
+    }
+
+    /// Whether a read made now on a timer of `period` (the cache's reconciler's) serves a check.
+    func isDue(period: Duration) -> Bool {
+        HistoryCheckSchedule.isDue(lastRead: lastRead.withLock { $0 }, now: .now, interval: interval, period: period)
     }
 
     /// Reads the database's head and history id; renews the id when the head is below what this
@@ -65,7 +83,14 @@ package final class HistoryWatch: Service, Sendable {
         // beside the watch's) and finds the same rewind renews nothing once the other renewed
         // it, where the id held after its read would be the other's new one.
         let before = history.mark
-        let (head, id, since) = try await store.read()
+        return try await check(before: before, read: try await store.read())
+    }
+
+    /// A check with a read another made after `before` (the cache's reconciler, `HeadReading`).
+    @discardableResult
+    func check(before: DatasetHistory.Mark, read: (head: Int64, id: String, since: HistorySince)) async throws -> String {
+        let (head, id, since) = read
+        lastRead.withLock { $0 = .now }
         if let held = before.id, held != id, HistoryRules.isOlderLine(databaseSince: since, heldSince: before.since) {
             // Renewed from the database's id: every instance that finds it renews the same one, once.
             // A cache found ahead meanwhile says the same: taken now, or the next check renews again.

@@ -104,15 +104,6 @@ public struct PostgresChangeLog: ChangeLog {
         return [uuid, (system ?? nil) ?? "0", oid].joined(separator: "-")
     }
 
-    /// The MD5 of the public body of `revision`, or nil when the log no longer has it.
-    func bodyDigest(_ revision: Int64) async throws -> String? {
-        let logger = database.logger
-        let rows = try await database.withConnection { connection in
-            try await connection.rows("SELECT md5(body) FROM revsync_log WHERE revision = \(revision)", logger)
-        }
-        return try rows.first?.decode(String.self)
-    }
-
     public func authorEntries(_ revisions: [Int64], for device: Device) async throws -> [LogEntry] {
         guard !revisions.isEmpty else { return [] }
         let logger = database.logger

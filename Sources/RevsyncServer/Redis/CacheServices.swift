@@ -5,21 +5,30 @@ import ServiceLifecycle
 /// (a cache write lost between COMMIT and Redis, a flush, a restart) catches up
 /// within `interval` even when nothing new commits. One query per interval, not per request.
 /// The head it reads also advances the waiting requests, so that `CommitFeed` need not read
-/// it again for them.
+/// it again for them, and the history id it reads with it serves `HistoryWatch`'s check when
+/// one is due, so that the watch need not read either.
 struct CacheReconciler: Service {
     let cache: RedisChangeLog
     let interval: Duration
     let waiters: CommitWaiters
     let feed: CommitFeed.Status
+    let history: HistoryWatch
 
     func run() async throws {
         // Both ways out matter: graceful shutdown, and plain cancellation (a cancelled sleep returns at once).
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
             guard !Task.isShuttingDownGracefully, !Task.isCancelled else { break }
-            if let state = await cache.reconcile() {
-                waiters.advance(to: state.head)
-                feed.heardAuthoritativeHead()
+            // Before the read, as the watch's own check marks before its query.
+            let before = history.history.mark
+            guard let read = await cache.reconcile() else { continue }
+            waiters.advance(to: read.state.head)
+            feed.heardAuthoritativeHead()
+            guard history.isDue(period: interval) else { continue }
+            do {
+                try await history.check(before: before, read: read.historyRead)
+            } catch {
+                history.logger.debug("history check skipped", metadata: ["error": "\(error)"])
             }
         }
     }

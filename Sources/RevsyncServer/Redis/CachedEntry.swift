@@ -129,7 +129,9 @@ package struct CacheKeys: Sendable {
     package var commits: String { prefix + ":commits" }
     /// The public JSON. (Before pre-compressed entries these were `e:` and `a:`, values in
     /// another layout: the new names keep an older server's values from being misread.)
-    package func entry(_ revision: Int64) -> String { prefix + ":p:" + String(revision) }
+    package func entry(_ revision: Int64) -> String { entryPrefix + String(revision) }
+    /// What every public entry's key starts with (a script that reads the entry at the head).
+    var entryPrefix: String { prefix + ":p:" }
     package func author(_ revision: Int64) -> String { prefix + ":o:" + String(revision) }
     /// The compressed forms. (Before fragments were joined at the bit these were `pz:`, `oz:`,
     /// `pc:`, `r<n>:` and `rc<n>:`, without the shape byte: the new names keep an older

@@ -137,30 +137,40 @@ public final class RedisChangeLog: ChangeLog {
     /// Moves the cached head and horizon up to PostgreSQL's (never down), and drops the
     /// cache when it is ahead of PostgreSQL or holds an entry PostgreSQL has differently
     /// (the database was restored from a backup, or failed over and lost its tail).
-    /// Returns PostgreSQL's state when it was read.
+    /// Returns what it read of PostgreSQL, when it did.
+    ///
+    /// Two round trips when nothing moved: one script reads the cached head, horizon and head
+    /// entry, one query reads PostgreSQL's (`HeadReading`). A raise follows only when the
+    /// cache is behind; it only ever raises, so one skipped because the cache was level is
+    /// one that would have changed nothing (a flush just after the read is raised next time).
     @discardableResult
-    func reconcile() async -> LogState? {
+    func reconcile() async -> HeadReading? {
         guard let keys = keys.withLock({ $0 }) else { return nil }
-        var read: LogState? = nil
+        var read: HeadReading? = nil
         do {
             guard health.shouldTry else { return nil }
             // The cached head is read first: it moves only after a COMMIT, so PostgreSQL's
             // head read after it is at least as high unless the database went back.
             let started = ContinuousClock.now
-            let cachedHead = try await redis.get(keys.head).flatMap { Int64(String(buffer: $0)) }
-            let state = try await postgres.state()
-            read = state
-            if let cachedHead, cachedHead > 0 {
-                let matches = try await cachedHead <= state.head ? entryMatches(cachedHead, keys) : false
+            let cached = try await cachedHead(keys)
+            let reading = try await postgres.readHead(digestOf: cached.entry == nil ? nil : cached.head)
+            read = reading
+            let state = reading.state
+            var dropped = false
+            if let cachedHead = cached.head, cachedHead > 0 {
+                let matches = cachedHead <= state.head ? entryMatches(cached.entry, digest: reading.digest) : false
                 if !matches {
                     logger.warning(
                         "the Redis cache does not match PostgreSQL (ahead of it, or an entry differs); dropping it",
                         metadata: ["cached": "\(cachedHead)", "head": "\(state.head)"])
                     found(since: started)
                     try await dropAll(keys)
+                    dropped = true
                 }
             }
-            try await raise(state, keys)
+            if dropped || (cached.head ?? -1) < state.head || (cached.horizon ?? -1) < state.horizon {
+                try await raise(state, keys)
+            }
             health.succeeded()
         } catch let error as RedisError {
             health.failed(error)
@@ -170,11 +180,27 @@ public final class RedisChangeLog: ChangeLog {
         return read
     }
 
-    /// Whether the cached entry at `revision` is the one PostgreSQL has (true when either side lacks it).
-    private func entryMatches(_ revision: Int64, _ keys: CacheKeys) async throws -> Bool {
-        guard let value = try await redis.get(keys.entry(revision)), let cached = CachedEntry.decodePublic(value),
-            let stored = try await postgres.bodyDigest(revision)
-        else { return true }
+    /// The cached head and horizon, and the public entry at that head, in one round trip.
+    private func cachedHead(_ keys: CacheKeys) async throws -> (head: Int64?, horizon: Int64?, entry: ByteBuffer?) {
+        let reply = try await redis.eval(script: Self.headReadScript, keys: [keys.head, keys.horizon], args: [keys.entryPrefix])
+        guard let parts = reply.arrayValue, parts.count == 3 else { throw RedisError.unexpectedReply(expected: "an array of 3 values", got: reply) }
+        func number(_ value: RedisValue) -> Int64? { value.stringValue.flatMap { Int64($0) } }
+        return (number(parts[0]), number(parts[1]), parts[2].bufferValue)
+    }
+
+    /// The head, the horizon and the public entry at the head (ARGV[1] is the entries' key
+    /// prefix: the entry's key depends on the head, so it cannot be passed in KEYS; one
+    /// Redis holds every key of a prefix, as everywhere in this cache).
+    static let headReadScript = """
+        local head = redis.call('GET', KEYS[1])
+        local entry = false
+        if head then entry = redis.call('GET', ARGV[1] .. head) end
+        return {head, redis.call('GET', KEYS[2]), entry}
+        """
+
+    /// Whether the cached entry at the head is the one PostgreSQL has (true when either side lacks it).
+    private func entryMatches(_ value: ByteBuffer?, digest stored: String?) -> Bool {
+        guard let value, let cached = CachedEntry.decodePublic(value), let stored else { return true }
         let digest = Insecure.MD5.hash(data: Array(cached.body.readableBytesView)).map { String(format: "%02x", $0) }.joined()
         return digest == stored
     }
