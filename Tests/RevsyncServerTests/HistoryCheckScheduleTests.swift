@@ -7,17 +7,21 @@ import Testing
     let start = ContinuousClock.now
     let second = Duration.seconds(1)
 
-    /// Alone, the watch reads once an interval after each attempt, whether it read or failed.
-    @Test func aloneTheWatchReadsEveryInterval() {
+    /// Alone, the watch reads an interval after each attempt ends, whether it read or failed,
+    /// however long the attempt took.
+    @Test func aloneTheWatchReadsAnIntervalAfterEachAttempt() {
         var schedule = HistoryCheckSchedule(interval: second, startingAt: start)
         #expect(schedule.pause(lastRead: nil, now: start) == second)
-        // A read that succeeded: the next is due an interval after the attempt began.
+        // A read that succeeded (its read taken 3 ms in, the attempt ended at 4 ms).
         let read = start + second + .milliseconds(3)
-        schedule.attempted(at: start + second, lastRead: read)
-        #expect(schedule.pause(lastRead: read, now: read) == second - .milliseconds(3))
+        schedule.attempted(at: read + .milliseconds(1), lastRead: read)
+        #expect(schedule.pause(lastRead: read, now: read + .milliseconds(1)) == second)
         // A failed read leaves the last read as it was: still an interval on, not at once.
-        schedule.attempted(at: start + .seconds(2), lastRead: read)
-        #expect(schedule.pause(lastRead: read, now: start + .seconds(2)) == second)
+        schedule.attempted(at: start + .seconds(3), lastRead: read)
+        #expect(schedule.pause(lastRead: read, now: start + .seconds(3)) == second)
+        // One that failed after waiting 5 s for PostgreSQL: an interval after it, not back to back.
+        schedule.attempted(at: start + .seconds(9), lastRead: read)
+        #expect(schedule.pause(lastRead: read, now: start + .seconds(9)) == second)
     }
 
     /// The reconciler reads on a timer of the same interval, each read a little over an
@@ -63,8 +67,8 @@ import Testing
         #expect(schedule.pause(lastRead: last, now: start + .milliseconds(950)) == .milliseconds(1200))
         let took = last + .milliseconds(1250)
         #expect(schedule.pause(lastRead: last, now: took) == .zero)
-        schedule.attempted(at: took, lastRead: took + .milliseconds(2))
-        #expect(schedule.pause(lastRead: took + .milliseconds(2), now: took + .milliseconds(2)) == second - .milliseconds(2))
+        schedule.attempted(at: took + .milliseconds(3), lastRead: took + .milliseconds(2))
+        #expect(schedule.pause(lastRead: took + .milliseconds(2), now: took + .milliseconds(3)) == second)
     }
 
     /// Before any read (the start-up check failed) a read is due at once.

@@ -8,7 +8,7 @@
 /// last is half of its own period short of an interval old.
 struct HistoryCheckSchedule: Sendable {
     let interval: Duration
-    /// When the watch last tried to read, and the read it made then (nil: none, or it failed).
+    /// When the watch's last attempt to read ended, and the read it made then (nil: none, or it failed).
     var attempted: ContinuousClock.Instant
     var ownRead: ContinuousClock.Instant?
 
@@ -19,15 +19,15 @@ struct HistoryCheckSchedule: Sendable {
     }
 
     /// How long from `now` until the watch reads, `lastRead` being the last read of any check:
-    /// an interval after its own last attempt, and while another read since, a quarter of an
-    /// interval more after that read.
+    /// an interval after its own last attempt ended, and while another read since, a quarter
+    /// of an interval more after that read.
     func pause(lastRead: ContinuousClock.Instant?, now: ContinuousClock.Instant) -> Duration {
         var due = attempted + interval
         if let lastRead, lastRead != ownRead { due = max(due, lastRead + interval + interval / 4) }
         return due - now
     }
 
-    /// The watch tried to read at `now`; `lastRead` is the last read after it (its own when it succeeded).
+    /// The watch's attempt to read ended at `now`; `lastRead` is the last read then (its own when it succeeded).
     mutating func attempted(at now: ContinuousClock.Instant, lastRead: ContinuousClock.Instant?) {
         attempted = now
         ownRead = lastRead

@@ -57,13 +57,14 @@ package final class HistoryWatch: Service, Sendable {
             guard !Task.isShuttingDownGracefully, !Task.isCancelled else { break }
             // Another check read meanwhile: its read moved the due time on.
             guard schedule.pause(lastRead: lastRead.withLock { $0 }, now: .now) <= .zero else { continue }
-            let began = ContinuousClock.now
             do {
                 try await check()
             } catch {
                 logger.debug("history check skipped", metadata: ["error": "\(error)"])
             }
-            schedule.attempted(at: began, lastRead: lastRead.withLock { $0 })
+            // From the attempt's end: one that failed slowly (PostgreSQL unreachable, a lease
+            // waiting out its deadline) is not retried back to back.
+            schedule.attempted(at: .now, lastRead: lastRead.withLock { $0 })
         }
     }
 
