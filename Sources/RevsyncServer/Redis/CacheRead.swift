@@ -81,6 +81,7 @@ extension RedisChangeLog {
             }
             guard reading.nextChunk() else { return try await ended(reading, hole: nil, keys: keys) }
             reading.values = try await fetchValues(reading.keys(of: reading.pending), keys: keys)
+            heldWhereUnpublished(reading, cachedHead: reading.state.head)
         }
     }
 
@@ -106,7 +107,17 @@ extension RedisChangeLog {
     private func began(_ reading: CacheReading, cached values: [ByteBuffer?]) -> CacheRead? {
         guard let state = reading.begin(cached: values) else { return reading.uncached() }
         remember(state)
+        heldWhereUnpublished(reading, cachedHead: state.head)
         return nil
+    }
+
+    /// A read through this instance's commits (`floor`) past the cached head: the batch whose
+    /// cache write is under way is in `RecentValues` though Redis may lack it yet. Taken from
+    /// there, it needs no read of PostgreSQL to fill the hole.
+    @inline(never)
+    private func heldWhereUnpublished(_ reading: CacheReading, cachedHead: Int64) {
+        guard let floor = reading.floor, floor > cachedHead else { return }
+        recentValues.fill(&reading.values, slots: reading.keys(of: reading.pending))
     }
 
     /// What `take` stopped at.

@@ -65,6 +65,16 @@ final class RecentValues: Sendable {
         }
     }
 
+    /// Puts the values held for `slots` where `values` has none (Redis lacks them yet).
+    func fill(_ values: inout [ByteBuffer?], slots: [CacheSlot]) {
+        guard capacity > 0 else { return }
+        state.withLock { state in
+            for index in values.indices where values[index] == nil {
+                values[index] = state.values[slots[index]]
+            }
+        }
+    }
+
     /// Forgets everything: the cache was dropped (its values may no longer be the log's).
     func removeAll() {
         state.withLock { $0 = State() }

@@ -38,6 +38,13 @@ public final class RedisChangeLog: ChangeLog {
     /// When the reads that found the cache ahead of PostgreSQL began, the latest since the
     /// last `takeRewindFound` (one begun after the instance took its id is the one that counts).
     private let rewindFound = Mutex<ContinuousClock.Instant?>(nil)
+    /// The last revision of the batch whose cache write is under way (`didCommit`), until
+    /// Redis has answered it. A catch-up reads at least through it whatever the cached head
+    /// says: the answers of the batch's own requests go out before the write lands, and a
+    /// device asking this instance right after one of them must find that commit too.
+    /// Nil once Redis has answered, either way (a failed write leaves it to the reconciler and
+    /// to PostgreSQL, and a database restored later can never leave a stale floor behind).
+    private let unpublishedHead = Mutex<Int64?>(nil)
     /// The head and horizon as this instance last saw them (reads, and its own commits, which
     /// only raise the head), and when it last read them. The head is where a read expects the
     /// log to end.
@@ -336,13 +343,14 @@ public final class RedisChangeLog: ChangeLog {
         after revision: Int64, for device: Device, limits: CatchUpLimits, form: EntryForm, keys: CacheKeys
     ) async throws -> (state: LogState, page: CatchUpPage) {
         let read: CacheRead
+        let floor = unpublished(after: revision)
         do {
-            read = try await readCache(after: revision, floor: nil, own: [], device: device, limits: limits, form: form, keys: keys)
+            read = try await readCache(after: revision, floor: floor, own: [], device: device, limits: limits, form: form, keys: keys)
         } catch let error as RedisError {
             failed(error)
             return try await catchUpWithoutCache(after: revision, for: device, limits: limits, form: form)
         }
-        switch page(of: read, after: revision) {
+        switch page(of: read, after: revision, floor: floor) {
         case .answered(let state, let page): return (state, page)
         case .fromPostgres: return try await catchUpFromPostgres(after: revision, for: device, limits: limits, form: form)
         case .withHole(let state):
@@ -388,10 +396,19 @@ public final class RedisChangeLog: ChangeLog {
         case withHole(LogState)
     }
 
+    /// This instance's commit past `revision` that the cache may not hold yet, if any: the
+    /// catch-up reads through it (from this instance's copy, `RecentValues`, or PostgreSQL).
     @inline(never)
-    private func page(of read: CacheRead, after revision: Int64) -> ReadPage {
+    private func unpublished(after revision: Int64) -> Int64? {
+        unpublishedHead.withLock { head in head.flatMap { $0 > revision ? $0 : nil } }
+    }
+
+    /// - Parameter floor: this instance's commit the read went through, past the cached head if Redis lacks it yet.
+    @inline(never)
+    private func page(of read: CacheRead, after revision: Int64, floor: Int64?) -> ReadPage {
         health.succeeded()
-        guard let state = read.state else { return .fromPostgres }
+        guard let cached = read.state else { return .fromPostgres }
+        let state = LogState(head: max(cached.head, floor ?? 0), horizon: cached.horizon)
         guard revision >= state.horizon, revision < state.head else { return .answered(state, CatchUpPage(entries: [], more: false, source: "redis")) }
         // Most pages are whole: `complete`'s frame only for those with a hole.
         if read.hole == nil { return .answered(state, wholePage(read)) }
@@ -518,9 +535,12 @@ public final class RedisChangeLog: ChangeLog {
         // Then the other instances' waiters are woken (`CommitFeed`): they read the entries just written.
         commands.append(["PUBLISH", keys.commits, String(last.revision)].map { ByteBuffer(string: $0) })
         let replies: EventLoopFuture<[RedisValue]>
+        // Batches are published one at a time, in commit order (`PublicationTurn`): one write at most is under way.
+        unpublishedHead.withLock { $0 = last.revision }
         do {
             replies = try await redis.submit(pipeline: commands)
         } catch {
+            unpublishedHead.withLock { if $0 == last.revision { $0 = nil } }
             health.failed(error)
             return .done
         }
@@ -532,7 +552,9 @@ public final class RedisChangeLog: ChangeLog {
             {
                 remember(LogState(head: head, horizon: horizon))
             }
-        }.flatMapErrorThrowing { [health] error in health.failed(error) })
+        }.flatMapErrorThrowing { [health] error in health.failed(error) }.always { [self] _ in
+            unpublishedHead.withLock { if $0 == last.revision { $0 = nil } }
+        })
     }
 
     /// Compresses `entries`, each chained after the one before it where that one is at hand
