@@ -335,6 +335,41 @@ struct ResponseApplierTests {
         #expect(try older.record("teams", id: 10)?["name"] == "Mine")
     }
 
+    /// A page that ends before the request's own acknowledgements (the catch-up limit) still
+    /// carries the corrective sets of its rejected change sets: the outbox keeps the acknowledged
+    /// ones around holes. A database restored then forgets them all; the request carrying them
+    /// is refused at the first hole (`sequence_gap`, `expected` counting the change sets before
+    /// it), and only those after it are renumbered. (The soak found a device stuck there for good:
+    /// the whole outbox was renumbered only when every pending seq lay above `expected`.)
+    @Test func aGapAfterPendingChangeSetsRenumbersOnlyThoseFromTheGapOn() throws {
+        let store = try seededStore()
+        for city in ["A", "B", "C", "D", "E"] {
+            try edit(store) { tx in try tx.update("teams", id: 10, ["city": .string(city)]) }
+        }
+        #expect(try store.outbox().map(\.seq) == [1, 2, 3, 4, 5])
+        // The answer's page holds another device's commit and ends there; seqs 3 and 5 were rejected.
+        let other = ChangeSet.committed(4) { cs in cs.create("notes", 300, ["revision": 4, "body": "theirs"]) }
+        let rejected = [Int64(3), 5].map { seq in
+            ChangeSet.corrective(seq: seq, .staleRevision) { cs in cs.update("teams", 10, ["revision": 2, "city": "Server"]) }
+        }
+        _ = try applier.apply(SyncResponse(maxRevision: 4, changeSets: [other] + rejected, more: true), to: store, sent: [1, 2, 3, 4, 5])
+        #expect(try store.outbox().map(\.seq) == [1, 2, 4])
+        try edit(store) { tx in try tx.update("teams", id: 10, ["city": "F"]) }  // seq 6
+
+        // The server forgot seqs 1…5: [1, 2, 4, 6] is refused at 4, expecting 3.
+        #expect(try OutboxRenumbering.renumber(store, from: 3))
+        #expect(try store.outbox().map(\.seq) == [1, 2, 3, 4])
+        #expect(try store.outbox().map { $0.entities["teams"]?.attributes[10]?["city"] } == ["A", "B", "D", "F"])
+        #expect(try store.meta().nextSeq == 5)
+        #expect(try !OutboxRenumbering.renumber(store, from: 3), "nothing left to close")
+        // Expecting the first pending seq (a server that counted from its own last): the same.
+        try edit(store) { tx in try tx.update("teams", id: 10, ["city": "G"]) }  // seq 5
+        try store.removeFromOutbox(seq: 2)
+        #expect(try OutboxRenumbering.renumber(store, from: 1))
+        #expect(try store.outbox().map(\.seq) == [1, 2, 3, 4])
+        #expect(try store.outbox().map { $0.entities["teams"]?.attributes[10]?["city"] } == ["A", "D", "F", "G"])
+    }
+
     @Test func aSnapshotsLastSeqMovesTheNextSeqPastItAndChangeSetsRenumberedBelowItAreReplayed() throws {
         let store = try seededStore()
         var meta = try store.meta()

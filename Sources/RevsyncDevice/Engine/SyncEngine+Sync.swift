@@ -211,7 +211,7 @@ extension SyncEngine {
                 case .renumber(let expected):
                     guard !renumbered, try await renumberOutbox(from: expected) else { throw error }
                     renumbered = true
-                    // The server forgot the device's seqs: nothing pending is a retry any more.
+                    // The server forgot the device's seqs from `expected` on: none of those is a retry any more.
                     serverCounters = ServerCounters(lastSeq: expected - 1, lowestTemporaryId: serverCounters?.lowestTemporaryId ?? 0)
                     provenRetriesThrough = 0
                     search = nil
