@@ -129,7 +129,8 @@ public struct Server: Sendable {
     /// The routes: each controller decodes, authenticates once and calls its service.
     func buildRouter() -> Router<RevsyncRequestContext> {
         let router = Router(context: RevsyncRequestContext.self)
-        router.middlewares.add(ObservationMiddleware(metrics: metrics, maxInFlight: settings.maxRequestsInFlight, inFlight: inFlight))
+        let routes = KnownRoutes()
+        router.middlewares.add(ObservationMiddleware(metrics: metrics, maxInFlight: settings.maxRequestsInFlight, inFlight: inFlight, routes: routes))
         let bodyReader = sync.bodyReader
         let authenticator = sync.authenticator
         sync.addRoutes(to: router)
@@ -143,6 +144,7 @@ public struct Server: Sendable {
             .addRoutes(to: router)
         MonitoringController(database: database, metrics: metrics, metricsToken: settings.metricsToken).addRoutes(to: router)
         OpenAPIController().addRoutes(to: router)
+        routes.learn(router.routes)
         return router
     }
 

@@ -5,6 +5,8 @@ public enum ErrorCode: String, Sendable, Hashable, CaseIterable {
     case unauthorized
     case forbidden
     case notFound = "not_found"
+    /// A path the server serves, under other methods (`Allow` names them).
+    case methodNotAllowed = "method_not_allowed"
     case sequenceGap = "sequence_gap"
     case seqReused = "seq_reused"
     case revisionAhead = "revision_ahead"
@@ -25,6 +27,7 @@ public enum ErrorCode: String, Sendable, Hashable, CaseIterable {
         case .unauthorized: 401
         case .forbidden: 403
         case .notFound: 404
+        case .methodNotAllowed: 405
         case .sequenceGap, .seqReused, .revisionAhead, .historyChanged: 409
         case .snapshotRequired: 410
         case .tooLarge: 413

@@ -302,7 +302,7 @@ import Testing
         let reasons = contract.document["components"]?["schemas"]?["ConflictReason"]?["properties"]?["code"]?["enum"]?.arrayValue?.compactMap(\.stringValue) ?? []
         #expect(Set(reasons) == Set(ConflictReason.Code.allCases.map(\.rawValue)))
         // Each code is accepted under its own status (in the shape the server sends), and only there.
-        let statuses = ["400": "BadRequest", "401": "Unauthorized", "403": "Forbidden", "404": "NotFound", "409": "Conflict", "410": "Gone",
+        let statuses = ["400": "BadRequest", "401": "Unauthorized", "403": "Forbidden", "404": "NotFound", "405": "MethodNotAllowed", "409": "Conflict", "410": "Gone",
                         "413": "TooLarge", "415": "UnsupportedEncoding", "500": "Internal", "503": "Unavailable"]
         for code in ErrorCode.allCases {
             let body = try OpenAPIJSON.parse(JSONEncoder().encode(

@@ -1,4 +1,6 @@
 import Foundation
+import Hummingbird
+import HummingbirdTesting
 import RevsyncTestSupport
 import NIOCore
 import RevsyncWire
@@ -201,6 +203,42 @@ extension RequestLimitTests {
             let (status, body) = try await harness.raw("/nowhere", method: .get, token: nil)
             #expect(status == .notFound)
             #expect(try harness.error(body).error == "not_found")
+        }
+    }
+
+    /// A served path with a method it does not take is 405 with `Allow` (RFC 9110), not 404:
+    /// the methods come from the router's own routes, captures (`/devices/{id}`) included.
+    @Test func aMethodAPathDoesNotTakeIs405WithAllow() async throws {
+        try await withTestServer { harness in
+            let cases: [(HTTPRequest.Method, String, String?)] = [
+                (.get, "/sync", "POST"),
+                (.put, "/sync/", "POST"),
+                (.delete, "/devices", "GET, POST"),
+                (.put, "/devices/\(UUID().uuidString)", "DELETE, PATCH"),
+                (.get, "/devices/any-id/token", "POST"),
+                // The router takes `me` as the literal route, whatever the method: never as an id.
+                (.delete, "/devices/me", "GET"),
+                (.post, "/health", "GET"),
+                (.delete, "/snapshot", "GET"),
+                (.get, "/nowhere", nil),
+                (.get, "/devices/a/b/c", nil),
+                (.post, "/syncs", nil),
+            ]
+            for (method, path, allowed) in cases {
+                let (status, allow, body) = try await harness.client.execute(uri: path, method: method, headers: [:], body: nil) {
+                    ($0.status, $0.headers[.allow], $0.body)
+                }
+                let error = try harness.error(body)
+                if let allowed {
+                    #expect(status == .methodNotAllowed, "\(method) \(path)")
+                    #expect(allow == allowed, "\(method) \(path)")
+                    #expect(error.error == "method_not_allowed" && error.message.contains(allowed), "\(method) \(path): \(error.message)")
+                } else {
+                    #expect(status == .notFound, "\(method) \(path)")
+                    #expect(allow == nil && error.error == "not_found", "\(method) \(path)")
+                }
+            }
+            #expect(harness.server.metrics.exposition().contains("status=\"405\""))
         }
     }
 }

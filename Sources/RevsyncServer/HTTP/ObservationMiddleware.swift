@@ -4,7 +4,8 @@ import NIOHTTP1
 import RevsyncRules
 
 /// Caps the requests in flight and counts every request by route and status, and turns errors that are not the contract's
-/// into its JSON bodies: the rules' refusals and the stores' failures into theirs, an unknown route into `404 not_found`, a request cut short by its
+/// into its JSON bodies: the rules' refusals and the stores' failures into theirs, an unknown path into `404 not_found` (a path
+/// served under other methods into `405 method_not_allowed` with `Allow`, `RouteMethods`), a request cut short by its
 /// client into `400 invalid_request`, and anything unexpected into a 500 (the details go to
 /// the log, with the request id). A request that waits for a commit (long-poll) held by its
 /// connection (`ParkedSyncHandler`) is counted when its answer is written, with its status
@@ -20,6 +21,7 @@ struct ObservationMiddleware: RouterMiddleware {
     let metrics: ServerMetrics
     let maxInFlight: Int
     let inFlight: BoundedCount
+    let routes: KnownRoutes
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let started = ContinuousClock.now
@@ -68,8 +70,7 @@ struct ObservationMiddleware: RouterMiddleware {
             if error.status.code >= 500 { context.logger.warning("request failed", metadata: ["error": "\(error)"]) }
             return error
         case let error as HTTPError where error.status == .notFound || error.status == .methodNotAllowed:
-            metrics.recordRequest(route: route, status: 404, duration: elapsed())
-            return SyncError(.notFound, "no endpoint answers \(request.method) \(request.uri.path): GET /openapi.json lists them")
+            return unrouted(request, route: route, elapsed: elapsed())
         case let error as any HTTPResponseError:
             metrics.recordRequest(route: route, status: error.status.code, duration: elapsed())
             if error.status.code >= 500 { context.logger.warning("request failed", metadata: ["error": "\(error)"]) }
@@ -84,6 +85,22 @@ struct ObservationMiddleware: RouterMiddleware {
             context.logger.error("request failed", metadata: ["error": "\(String(reflecting: error))"])
             return SyncError(.internal, "the server failed to handle this request; its log has the details under request id \(context.id)")
         }
+    }
+
+    /// The answer to a request no route took: 405 when its path is served under other methods.
+    @inline(never)
+    private func unrouted(_ request: Request, route: String, elapsed: Duration) -> SyncError {
+        let path = request.uri.path
+        let allowed = routes.allowed(at: path)
+        guard !allowed.isEmpty else {
+            metrics.recordRequest(route: route, status: 404, duration: elapsed)
+            return SyncError(.notFound, "no endpoint answers \(request.method) \(path): GET /openapi.json lists them")
+        }
+        metrics.recordRequest(route: route, status: 405, duration: elapsed)
+        let methods = allowed.joined(separator: ", ")
+        var error = SyncError(.methodNotAllowed, "\(path) does not take \(request.method): send \(methods) (GET /openapi.json lists every endpoint)")
+        error.allowedMethods = allowed
+        return error
     }
 
     /// A body that ended early or a connection the client closed.

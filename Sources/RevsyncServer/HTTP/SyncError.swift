@@ -9,6 +9,8 @@ import RevsyncWire
 /// (`StoreError`) or the HTTP layer itself (limits, bodies, routes) refused the request.
 public struct SyncError: Error, HTTPResponseError, CustomStringConvertible {
     public let refusal: SyncRefusal
+    /// The methods a `405 method_not_allowed` names in `Allow`.
+    var allowedMethods: [String] = []
 
     public init(_ refusal: SyncRefusal) { self.refusal = refusal }
 
@@ -54,6 +56,7 @@ public struct SyncError: Error, HTTPResponseError, CustomStringConvertible {
     var headers: HTTPFields {
         var headers: HTTPFields = [.contentType: "application/json"]
         if let seconds = refusal.retryAfterSeconds { headers[.retryAfter] = String(seconds) }
+        if !allowedMethods.isEmpty { headers[.allow] = allowedMethods.joined(separator: ", ") }
         return headers
     }
 
