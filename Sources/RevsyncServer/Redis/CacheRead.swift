@@ -81,7 +81,6 @@ extension RedisChangeLog {
             }
             guard reading.nextChunk() else { return try await ended(reading, hole: nil, keys: keys) }
             reading.values = try await fetchValues(reading.keys(of: reading.pending), keys: keys)
-            heldWhereUnpublished(reading, cachedHead: reading.state.head)
         }
     }
 
@@ -107,17 +106,8 @@ extension RedisChangeLog {
     private func began(_ reading: CacheReading, cached values: [ByteBuffer?]) -> CacheRead? {
         guard let state = reading.begin(cached: values) else { return reading.uncached() }
         remember(state)
-        heldWhereUnpublished(reading, cachedHead: state.head)
-        return nil
-    }
-
-    /// A read through this instance's commits (`floor`) past the cached head: the batch whose
-    /// cache write is under way is in `RecentValues` though Redis may lack it yet. Taken from
-    /// there, it needs no read of PostgreSQL to fill the hole.
-    @inline(never)
-    private func heldWhereUnpublished(_ reading: CacheReading, cachedHead: Int64) {
-        guard let floor = reading.floor, floor > cachedHead else { return }
         recentValues.fill(&reading.values, slots: reading.keys(of: reading.pending))
+        return nil
     }
 
     /// What `take` stopped at.
@@ -350,24 +340,28 @@ extension RedisChangeLog {
     }
 
     /// The state a read may take instead of the cached head and horizon, when its pieces are
-    /// all in `recentValues`: for a writing request (`floor`, its own commits), this
-    /// instance's latest, which its own batch's cache write has just refreshed (revisions
-    /// after its own that another instance committed meanwhile come with its next request,
-    /// as if this one had been a moment earlier); for any other read, only a state read
-    /// within `stateFreshFor`, the same a device at the head is answered from.
+    /// all in `recentValues`: for a read through this instance's commits (`floor`: a writing
+    /// request's own, or a batch whose cache write is under way), this instance's latest,
+    /// however old (revisions another instance committed meanwhile, and a horizon the pruner
+    /// moved, come with the device's next request, as if this one had been a moment earlier);
+    /// for any other read, only a state read within `stateFreshFor`, the same a device at the
+    /// head is answered from.
     private func stateForMemoryRead(floor: Int64?) -> LogState? {
         floor != nil ? knownState : freshState
     }
 
     /// The values this instance holds (`recentValues`) when it holds every one, or else an
-    /// `MGET` of all of them.
+    /// `MGET` of all of them, with what Redis lacks and the instance holds taken from there
+    /// (`RecentValues.fill`).
     @inline(never)
     func fetchValues(_ slots: [CacheSlot], keys: CacheKeys) async throws -> [ByteBuffer?] {
         if let held = recentValues.values(slots) {
             metrics.recordCache("memory_reads")
             return held
         }
-        return try await redis.mget(slots.map(keys.key))
+        var values = try await redis.mget(slots.map(keys.key))
+        recentValues.fill(&values, slots: slots)
+        return values
     }
 
     /// A chained change set that is missing (made only where the one before was at hand) goes

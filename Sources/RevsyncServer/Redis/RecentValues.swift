@@ -65,9 +65,10 @@ final class RecentValues: Sendable {
         }
     }
 
-    /// Puts the values held for `slots` where `values` has none (Redis lacks them yet).
+    /// Puts the values held for `slots` where `values` (an `MGET`'s) has none: Redis lacks
+    /// them yet (the batch's write is under way) or lost them, and the copy is as good.
     func fill(_ values: inout [ByteBuffer?], slots: [CacheSlot]) {
-        guard capacity > 0 else { return }
+        guard capacity > 0, values.contains(where: { $0 == nil }) else { return }
         state.withLock { state in
             for index in values.indices where values[index] == nil {
                 values[index] = state.values[slots[index]]

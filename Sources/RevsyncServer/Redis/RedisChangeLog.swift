@@ -43,7 +43,7 @@ public final class RedisChangeLog: ChangeLog {
     /// says: the answers of the batch's own requests go out before the write lands, and a
     /// device asking this instance right after one of them must find that commit too.
     /// Nil once Redis has answered, either way (a failed write leaves it to the reconciler and
-    /// to PostgreSQL, and a database restored later can never leave a stale floor behind).
+    /// to PostgreSQL), and when the instance forgets the line it saw (`forgetLine`).
     private let unpublishedHead = Mutex<Int64?>(nil)
     /// The head and horizon as this instance last saw them (reads, and its own commits, which
     /// only raise the head), and when it last read them. The head is where a read expects the
@@ -252,6 +252,7 @@ public final class RedisChangeLog: ChangeLog {
         recentValues.removeAll()
         lastPublic.withLock { $0 = nil }
         recentState.withLock { $0 = (LogState(head: 0, horizon: 0), nil) }
+        unpublishedHead.withLock { $0 = nil }
     }
 
     private func dropAll(_ keys: CacheKeys) async throws {
@@ -397,10 +398,13 @@ public final class RedisChangeLog: ChangeLog {
     }
 
     /// This instance's commit past `revision` that the cache may not hold yet, if any: the
-    /// catch-up reads through it (from this instance's copy, `RecentValues`, or PostgreSQL).
+    /// catch-up reads through it, from this instance's copy (`RecentValues`). Without a copy
+    /// (`REVSYNC_CACHE_MEMORY_REVISIONS=0`) it would read PostgreSQL, and write back to Redis,
+    /// what Redis is about to hold: the catch-up then answers from the cache as it stands.
     @inline(never)
     private func unpublished(after revision: Int64) -> Int64? {
-        unpublishedHead.withLock { head in head.flatMap { $0 > revision ? $0 : nil } }
+        guard recentValues.capacity > 0 else { return nil }
+        return unpublishedHead.withLock { head in head.flatMap { $0 > revision ? $0 : nil } }
     }
 
     /// - Parameter floor: this instance's commit the read went through, past the cached head if Redis lacks it yet.
