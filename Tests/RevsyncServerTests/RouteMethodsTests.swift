@@ -1,4 +1,5 @@
 import Hummingbird
+import HummingbirdTesting
 import Testing
 @testable import RevsyncServer
 
@@ -36,5 +37,27 @@ import Testing
         #expect(Self.table.allowed(at: "/photos/cat.jpg") == ["GET"])
         #expect(Self.table.allowed(at: "/files/a") == ["GET"])
         #expect(Self.table.allowed(at: "/files/a/b/c") == ["GET"])
+    }
+}
+
+/// The middleware's answer to a 404: 405 only when the router did not take the method.
+@Suite struct UnroutedAnswerTests {
+    @Test func aRouteThatThrowsNotFoundItselfStays404() async throws {
+        let router = Router(context: RevsyncRequestContext.self)
+        let routes = KnownRoutes()
+        router.middlewares.add(ObservationMiddleware(metrics: ServerMetrics(), maxInFlight: 10, inFlight: BoundedCount(), routes: routes))
+        // As Hummingbird's file loading does for a file that is gone.
+        router.get("/file") { _, _ -> Response in throw HTTPError(.notFound) }
+        routes.learn(router.routes)
+        try await Application(router: router).test(.router) { client in
+            try await client.execute(uri: "/file", method: .get) { response in
+                #expect(response.status == .notFound)
+                #expect(response.headers[.allow] == nil)
+            }
+            try await client.execute(uri: "/file", method: .post) { response in
+                #expect(response.status == .methodNotAllowed)
+                #expect(response.headers[.allow] == "GET")
+            }
+        }
     }
 }

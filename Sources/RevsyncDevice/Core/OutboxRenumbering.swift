@@ -31,8 +31,10 @@ public enum OutboxRenumbering {
         }
         var meta = try store.meta()
         meta.nextSeq = expected + Int64(moving.count)
-        // The server has none of them: none is in the records (a snapshot's `lastSeq` was of
-        // what the server has forgotten since).
+        // The server has none of the renumbered ones: none is in the records (a snapshot's
+        // `lastSeq` was of what the server has forgotten since). A kept one the server no longer
+        // has either may stay at or below it (a state reset without a history change, after a
+        // snapshot): hidden until its acknowledgement, never lost.
         meta.committedThrough = min(meta.committedThrough, expected - 1)
         try store.setMeta(meta)
         return true

@@ -212,7 +212,12 @@ extension SyncEngine {
                     guard !renumbered, try await renumberOutbox(from: expected) else { throw error }
                     renumbered = true
                     // The server forgot the device's seqs from `expected` on: none of those is a retry any more.
-                    serverCounters = ServerCounters(lastSeq: expected - 1, lowestTemporaryId: serverCounters?.lowestTemporaryId ?? 0)
+                    // `expected` counts the request's new seqs before the gap, so the server's own last seq
+                    // is at least the one before the run of sent seqs that ends just below it.
+                    let sent = Set(request.changeSets.compactMap(\.seq))
+                    var last = expected - 1
+                    while sent.contains(last) { last -= 1 }
+                    serverCounters = ServerCounters(lastSeq: last, lowestTemporaryId: serverCounters?.lowestTemporaryId ?? 0)
                     provenRetriesThrough = 0
                     search = nil
                     logger.warning("server expects another seq; renumbered pending change sets", metadata: ["expected": "\(expected)"])

@@ -60,7 +60,13 @@ struct DatasetController<Context: RequestContext>: Sendable {
         } catch {
             throw Self.answer(error, writing: "the JSON snapshot could not be written to its spool file")
         }
-        let file = try await FileIO().loadFile(path: spooled.path, context: context)
+        let file: ResponseBody
+        do {
+            file = try await FileIO().loadFile(path: spooled.path, context: context)
+        } catch let error as HTTPError where error.status == .notFound {
+            // Hummingbird answers a missing file 404: the spool's directory went (shutdown, or re-made) under the request.
+            throw SyncError.unavailable("the JSON snapshot's spool file was removed as it was opened: retry")
+        }
         let path = spooled.path
         let body = ResponseBody(contentLength: spooled.size) { writer in
             defer { try? FileManager.default.removeItem(atPath: path) }

@@ -96,6 +96,11 @@ struct ObservationMiddleware: RouterMiddleware {
             metrics.recordRequest(route: route, status: 404, duration: elapsed)
             return SyncError(.notFound, "no endpoint answers \(request.method) \(path): GET /openapi.json lists them")
         }
+        // A route that takes this method threw the 404 itself (Hummingbird's file loading does): not a routing miss.
+        guard !allowed.contains(request.method.rawValue) else {
+            metrics.recordRequest(route: route, status: 404, duration: elapsed)
+            return SyncError(.notFound, "\(request.method) \(path) found nothing to answer with")
+        }
         metrics.recordRequest(route: route, status: 405, duration: elapsed)
         let methods = allowed.joined(separator: ", ")
         var error = SyncError(.methodNotAllowed, "\(path) does not take \(request.method): send \(methods) (GET /openapi.json lists every endpoint)")
