@@ -229,6 +229,8 @@ extension RequestLimitTests {
                     ($0.status, $0.headers[.allow], $0.body)
                 }
                 let error = try harness.error(body)
+                #expect(!String(buffer: body).contains(#"\/"#), "slashes escaped: \(String(buffer: body))")
+                #expect(String(buffer: body).hasPrefix(#"{"error":"#), "\(String(buffer: body))")
                 if let allowed {
                     #expect(status == .methodNotAllowed, "\(method) \(path)")
                     #expect(allow == allowed, "\(method) \(path)")

@@ -160,7 +160,7 @@ final class ParkedSyncHandler: ChannelDuplexHandler, RemovableChannelHandler {
             body = answer
         case .failure(let error):
             let error = SyncError(answering: error)
-            let json: Data = (try? JSONEncoder().encode(error.body)) ?? Data(#"{"error":"internal"}"#.utf8)
+            let json: Data = (try? error.json) ?? Data(#"{"error":"internal"}"#.utf8)
             body = ByteBuffer(bytes: json)
             head = Self.head(HTTPResponse(status: error.status, headerFields: error.headers), length: body.readableBytes)
         }

@@ -60,7 +60,18 @@ public struct SyncError: Error, HTTPResponseError, CustomStringConvertible {
         return headers
     }
 
+    /// The body as JSON, with slashes as they are (messages name paths, `/sync`, which
+    /// `JSONEncoder` would write `\/` by default: valid, but hard to read) and its keys in one
+    /// order, `error` first (by default their order changed from one answer to the next).
+    var json: Data {
+        get throws {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
+            return try encoder.encode(body)
+        }
+    }
+
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: try JSONEncoder().encode(body))))
+        Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: try json)))
     }
 }
