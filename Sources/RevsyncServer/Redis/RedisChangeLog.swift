@@ -544,7 +544,7 @@ public final class RedisChangeLog: ChangeLog {
         do {
             replies = try await redis.submit(pipeline: commands)
         } catch {
-            unpublishedHead.withLock { if $0 == last.revision { $0 = nil } }
+            published(last.revision)
             health.failed(error)
             return .done
         }
@@ -556,9 +556,13 @@ public final class RedisChangeLog: ChangeLog {
             {
                 remember(LogState(head: head, horizon: horizon))
             }
-        }.flatMapErrorThrowing { [health] error in health.failed(error) }.always { [self] _ in
-            unpublishedHead.withLock { if $0 == last.revision { $0 = nil } }
-        })
+        }.flatMapErrorThrowing { [health] error in health.failed(error) }.always { [self] _ in published(last.revision) })
+    }
+
+    /// The cache write of the batch ending at `revision` has ended, either way: catch-ups read
+    /// the cache as it stands again (unless a later batch's write is under way already).
+    private func published(_ revision: Int64) {
+        unpublishedHead.withLock { if $0 == revision { $0 = nil } }
     }
 
     /// Compresses `entries`, each chained after the one before it where that one is at hand
