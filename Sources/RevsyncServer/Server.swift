@@ -128,7 +128,10 @@ public struct Server: Sendable {
 
     /// The routes: each controller decodes, authenticates once and calls its service.
     func buildRouter() -> Router<RevsyncRequestContext> {
-        let router = Router(context: RevsyncRequestContext.self)
+        // `HEAD` on every `GET` route, as RFC 9110 asks (load balancers' health checks send it):
+        // the `GET` runs and its body is dropped. `GET /snapshot` has a `HEAD` of its own.
+        let options: RouterOptions = .autoGenerateHeadEndpoints
+        let router = Router(context: RevsyncRequestContext.self, options: options)
         let routes = KnownRoutes()
         router.middlewares.add(ObservationMiddleware(metrics: metrics, maxInFlight: settings.maxRequestsInFlight, inFlight: inFlight, routes: routes))
         let bodyReader = sync.bodyReader
@@ -144,7 +147,7 @@ public struct Server: Sendable {
             .addRoutes(to: router)
         MonitoringController(database: database, metrics: metrics, metricsToken: settings.metricsToken).addRoutes(to: router)
         OpenAPIController().addRoutes(to: router)
-        routes.learn(router.routes)
+        routes.learn(router.routes, headForGet: options.contains(.autoGenerateHeadEndpoints))
         return router
     }
 

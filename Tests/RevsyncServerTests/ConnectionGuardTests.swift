@@ -71,6 +71,24 @@ import Testing
         }
     }
 
+    /// `HEAD` on a `GET` route (the router generates it): the `GET`'s head, `Content-Length`
+    /// included, and not one byte of body, so the next request on the connection is read right.
+    @Test func aHeadAnswerSendsNoBodyAndTheConnectionGoesOn() async throws {
+        try await withLiveServer(configure: Self.quick) { live in
+            let connection = try RawConnection(port: try #require(live.baseURL.port))
+            connection.send("HEAD /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            // Long enough for a body to follow the head if one were sent.
+            let head = String(decoding: await connection.readBytes(timeout: .milliseconds(500)) { _ in false }, as: UTF8.self)
+            #expect(head.hasPrefix("HTTP/1.1 200"), "\(head)")
+            #expect(head.hasSuffix("\r\n\r\n"), "a body followed the head: \(head)")
+            connection.send("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            let (get, _) = await connection.readUntilClosed(timeout: .seconds(5), orUntil: "}")
+            #expect(get.hasPrefix("HTTP/1.1 200"), "\(get)")
+            let length = { (text: String) in text.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") } }
+            #expect(length(head) != nil && length(head) == length(get))
+        }
+    }
+
     @Test func connectionsPastTheCapGetA503() async throws {
         try await withLiveServer(configure: { $0.connections.maxConnections = 2 }) { live in
             let port = try #require(live.baseURL.port)

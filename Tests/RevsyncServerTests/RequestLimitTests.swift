@@ -213,16 +213,18 @@ extension RequestLimitTests {
             let cases: [(HTTPRequest.Method, String, String?)] = [
                 (.get, "/sync", "POST"),
                 (.put, "/sync/", "POST"),
-                (.delete, "/devices", "GET, POST"),
+                (.delete, "/devices", "GET, HEAD, POST"),
                 (.put, "/devices/\(UUID().uuidString)", "DELETE, PATCH"),
                 (.get, "/devices/any-id/token", "POST"),
                 // The router takes `me` as the literal route, whatever the method: never as an id.
-                (.delete, "/devices/me", "GET"),
-                (.post, "/health", "GET"),
-                (.delete, "/snapshot", "GET"),
+                (.delete, "/devices/me", "GET, HEAD"),
+                (.post, "/health", "GET, HEAD"),
+                (.delete, "/snapshot", "GET, HEAD"),
                 (.get, "/nowhere", nil),
                 (.get, "/devices/a/b/c", nil),
                 (.post, "/syncs", nil),
+                (.head, "/sync", "POST"),
+                (.options, "/health", "GET, HEAD"),
             ]
             for (method, path, allowed) in cases {
                 let (status, allow, body) = try await harness.client.execute(uri: path, method: method, headers: [:], body: nil) {

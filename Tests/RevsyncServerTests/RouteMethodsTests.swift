@@ -33,6 +33,14 @@ import Testing
         #expect(Self.table.allowed(at: "/files").isEmpty)
     }
 
+    @Test func theRoutersGeneratedHeadIsAllowedWhereGetIs() {
+        let table = RouteMethods([("/health", .get), ("/sync", .post), ("/snapshot", .get), ("/snapshot", .head)], headForGet: true)
+        #expect(table.allowed(at: "/health") == ["GET", "HEAD"])
+        #expect(table.allowed(at: "/sync") == ["POST"])
+        #expect(table.allowed(at: "/snapshot") == ["GET", "HEAD"])
+        #expect(Self.table.allowed(at: "/devices/me") == ["GET"])
+    }
+
     @Test func wildcardsMatchWhatTheRouterWouldTake() {
         #expect(Self.table.allowed(at: "/photos/cat.jpg") == ["GET"])
         #expect(Self.table.allowed(at: "/files/a") == ["GET"])
@@ -48,7 +56,7 @@ import Testing
         router.middlewares.add(ObservationMiddleware(metrics: ServerMetrics(), maxInFlight: 10, inFlight: BoundedCount(), routes: routes))
         // As Hummingbird's file loading does for a file that is gone.
         router.get("/file") { _, _ -> Response in throw HTTPError(.notFound) }
-        routes.learn(router.routes)
+        routes.learn(router.routes, headForGet: false)
         try await Application(router: router).test(.router) { client in
             try await client.execute(uri: "/file", method: .get) { response in
                 #expect(response.status == .notFound)

@@ -144,6 +144,51 @@ import Testing
         }
     }
 
+    /// `HEAD /snapshot`: the SQLite file's `GET` headers, length and tag among them, and no
+    /// body; the JSON snapshot's type, and no dataset written to the spool for nothing.
+    @Test func headDescribesTheSnapshotWithoutSendingOrSpoolingIt() async throws {
+        try await withTestServer { harness in
+            let admin = try await harness.register("admin", name: "admin")
+            _ = try await harness.seedBasics(admin)
+            for extra: HTTPFields in [[:], [.acceptEncoding: "gzip"], [.range: "bytes=100-"]] {
+                var headers = Self.sqlite
+                headers[.authorization] = "Bearer \(admin.token)"
+                for field in extra { headers[field.name] = field.value }
+                let (getStatus, getHeaders, getBody) = try await Self.fetch(harness, admin, headers: extra)
+                let (status, head, body) = try await harness.client.execute(uri: "/snapshot", method: .head, headers: headers, body: nil) {
+                    ($0.status, $0.headers, $0.body)
+                }
+                #expect(status == getStatus, "\(extra)")
+                #expect(body.readableBytes == 0, "\(extra)")
+                #expect(head[.contentLength] == String(getBody.readableBytes), "\(extra)")
+                var without = head, getWithout = getHeaders
+                without[.date] = nil
+                getWithout[.date] = nil
+                #expect(without == getWithout, "\(extra)")
+            }
+
+            let work = try harness.server.snapshotSpool.work.path()
+            func spooled() throws -> [String] { try FileManager.default.contentsOfDirectory(atPath: work).filter { $0.hasSuffix(".json") || $0.hasSuffix(".json.gz") } }
+            let before = try spooled()
+            for gzip in [false, true] {
+                var headers: HTTPFields = [.authorization: "Bearer \(admin.token)"]
+                if gzip { headers[.acceptEncoding] = "gzip" }
+                try await harness.client.execute(uri: "/snapshot", method: .head, headers: headers, body: nil) { response in
+                    #expect(response.status == .ok)
+                    #expect(response.headers[.contentType] == "application/json")
+                    #expect(response.headers[.contentEncoding] == (gzip ? "gzip" : nil))
+                    #expect(response.headers[.vary] == "Accept, Accept-Encoding")
+                    #expect(response.body.readableBytes == 0)
+                }
+            }
+            #expect(try spooled() == before, "a HEAD wrote the JSON snapshot to the spool")
+            // Without a token it is refused as the GET is.
+            try await harness.client.execute(uri: "/snapshot", method: .head, headers: [:], body: nil) { response in
+                #expect(response.status == .unauthorized)
+            }
+        }
+    }
+
     @Test func aSharedDirectoryNeverServesAnotherDatabasesFile() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("snapshot-shared-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -34,6 +34,27 @@ struct DatasetController<Context: RequestContext>: Sendable {
             }
             return try await jsonSnapshot(request, device: device, context: context)
         }
+        // The router's generated `HEAD` would run the `GET` and drop its body: for the JSON
+        // snapshot that is a whole dataset written to a spool file nobody removes. The SQLite
+        // file's answer is cheap to describe (it is built already, and its body is read only
+        // when sent), so its `HEAD` gives every header of the `GET`, `Content-Length` and
+        // `ETag` among them; the JSON snapshot's gives its type and encoding, and no length.
+        router.head("/snapshot") { request, context in
+            let device = try await authenticator.device(for: request)
+            if Self.acceptsSQLite(request.headers[.accept]) {
+                return try await sqliteSnapshot(request, device: device, context: context).createHeadResponse()
+            }
+            let headers = Self.jsonHeaders(gzip: Gzip.accepted(request.headers[.acceptEncoding]))
+            return Response(status: .ok, headers: headers, body: ResponseBody(contentLength: nil) { _ in })
+        }
+    }
+
+    /// The JSON snapshot's headers, but its length. `Vary` whether gzip or not: the same URL
+    /// answers the SQLite file to another `Accept`, and gzip to another `Accept-Encoding`.
+    private static func jsonHeaders(gzip: Bool) -> HTTPFields {
+        var headers: HTTPFields = [.contentType: "application/json", .vary: "Accept, Accept-Encoding"]
+        if gzip { headers[.contentEncoding] = "gzip" }
+        return headers
     }
 
     /// Whether an `Accept` header names the SQLite snapshot (with a quality above 0).
@@ -49,11 +70,7 @@ struct DatasetController<Context: RequestContext>: Sendable {
 
     private func jsonSnapshot(_ request: Request, device: Device, context: Context) async throws -> Response {
         let gzip = Gzip.accepted(request.headers[.acceptEncoding])
-        var headers: HTTPFields = [.contentType: "application/json"]
-        if gzip {
-            headers[.contentEncoding] = "gzip"
-            headers[.vary] = "Accept, Accept-Encoding"
-        }
+        let headers = Self.jsonHeaders(gzip: gzip)
         let spooled: (path: String, size: Int)
         do {
             spooled = try await spool.write(gzip: gzip, device: device.id)

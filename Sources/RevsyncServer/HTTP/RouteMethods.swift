@@ -21,7 +21,10 @@ struct RouteMethods: Sendable {
 
     private let routes: [Route]
 
-    init(_ routes: [(path: RouterPath, method: HTTPRequest.Method)]) {
+    /// - Parameter headForGet: the router generates `HEAD` for every route path with `GET` and
+    ///   none of its own (`RouterOptions.autoGenerateHeadEndpoints`), which `router.routes` does
+    ///   not list: `Allow` names it all the same.
+    init(_ routes: [(path: RouterPath, method: HTTPRequest.Method)], headForGet: Bool = false) {
         var byPath: [String: Route] = [:]
         var order: [String] = []
         for (path, method) in routes {
@@ -31,6 +34,9 @@ struct RouteMethods: Sendable {
                 order.append(key)
             }
             byPath[key]?.methods.append(method.rawValue)
+        }
+        if headForGet {
+            for key in order where byPath[key]?.methods.contains("GET") == true { byPath[key]?.methods.append("HEAD") }
         }
         self.routes = order.compactMap { byPath[$0] }
     }
@@ -73,8 +79,8 @@ struct RouteMethods: Sendable {
 final class KnownRoutes: Sendable {
     private let methods = Mutex(RouteMethods([]))
 
-    func learn(_ routes: [Router<RevsyncRequestContext>.RouteDescription]) {
-        let table = RouteMethods(routes.map { ($0.path, $0.method) })
+    func learn(_ routes: [Router<RevsyncRequestContext>.RouteDescription], headForGet: Bool) {
+        let table = RouteMethods(routes.map { ($0.path, $0.method) }, headForGet: headForGet)
         methods.withLock { $0 = table }
     }
 
