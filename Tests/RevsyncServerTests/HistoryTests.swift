@@ -170,7 +170,7 @@ import Testing
     /// After a renewal every device names the old id once, nearly all at once: each request
     /// read the database before it was refused. An id this instance replaced is refused without.
     @Test func anIdThisInstanceReplacedIsRefusedWithoutAQuery() async throws {
-        // No periodic work meanwhile: every lease counted is a request's.
+        // No periodic reads of the history or the cache meanwhile: every lease counted is a request's.
         try await withTestServer(configure: {
             $0.historyCheckInterval = .seconds(600); $0.cacheReconcileInterval = .seconds(3600)
         }) { harness in
@@ -186,7 +186,10 @@ import Testing
                 #expect(status == .conflict)
                 #expect(error?.error == "history_changed")
             }
-            #expect(harness.server.database.leases.value == before)
+            // At most one look-up of the device's token, should the device watcher's first check
+            // (or its cache's one-second age before the Redis subscription is up, on a loaded
+            // machine) drop the cached device in between; not a read of the history per request.
+            #expect(harness.server.database.leases.value - before <= 1)
             // An id it never held is still read for: another instance may have renewed it since.
             let (status, error, _) = try await Self.sync(harness, device, from: head, history: UUID().uuidString.lowercased())
             #expect(status == .conflict)
