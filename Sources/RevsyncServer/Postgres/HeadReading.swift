@@ -27,7 +27,7 @@ extension PostgresChangeLog {
         let rows = try await database.withConnection { connection in
             try await connection.rows(
                 """
-                SELECT h.head, z.horizon, h.history::text, (extract(epoch FROM h.history_since) * 1000000)::bigint,
+                SELECT h.head, z.horizon, h.history::text, \(unescaped: PostgresHistory.sinceMicroseconds(of: "h")),
                        (SELECT md5(body) FROM revsync_log WHERE revision = \(asked))
                 FROM revsync_head AS h, revsync_horizon AS z
                 """, logger)
