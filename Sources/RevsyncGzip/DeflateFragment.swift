@@ -164,13 +164,25 @@ public struct DeflateFragment: Sendable, Hashable {
             output.setInteger(output.getInteger(at: index, as: UInt8.self)! & UInt8((1 << heldBits) - 1), at: index)
         }
         let lastBits = heldBits > 0 ? heldBits : 8
-        let startsOnByte = output.withUnsafeReadableBytes { Self.holdsStoredBlock($0, lastBits: lastBits, dictionary: kept) }
+        // Short input is one block, whose type is in its header's bits: no walk. The walk (an
+        // inflate, with its state and window set up anew) was a fifth of a commit's compressing.
+        let startsOnByte =
+            level > 0 && input.count < Deflater.singleBlockInput
+            ? Self.firstBlockIsStored(output)
+            : output.withUnsafeReadableBytes { Self.holdsStoredBlock($0, lastBits: lastBits, dictionary: kept) }
         return (output, lastBits, startsOnByte)
     }
 
     /// The last 32 KiB of a dictionary: all zlib keeps, as a reader's window would.
     private static func window(of dictionary: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(rebasing: dictionary[max(0, dictionary.count - 32 * 1024)...])
+    }
+
+    /// Whether the block `deflated` begins with is stored: its header's BTYPE (bits 1–2 of the
+    /// first byte; a fragment begins on a byte) is 00. No block at all (empty input) is none.
+    static func firstBlockIsStored(_ deflated: ByteBuffer) -> Bool {
+        guard let first = deflated.getInteger(at: deflated.readerIndex, as: UInt8.self) else { return false }
+        return first & 0b110 == 0
     }
 
     /// Whether any block of `deflated` is stored (or the blocks cannot be walked, which then
@@ -180,7 +192,7 @@ public struct DeflateFragment: Sendable, Hashable {
     /// non-ASCII strings), and its padding runs to the next byte boundary *of the fragment*;
     /// shifted by a few bits into a joined stream it would be read wrong. Inflating with
     /// `Z_BLOCK` stops at every block boundary, where the next block's header can be read.
-    private static func holdsStoredBlock(_ deflated: UnsafeRawBufferPointer, lastBits: Int, dictionary: UnsafeRawBufferPointer?) -> Bool {
+    static func holdsStoredBlock(_ deflated: UnsafeRawBufferPointer, lastBits: Int, dictionary: UnsafeRawBufferPointer?) -> Bool {
         guard let base = deflated.baseAddress?.assumingMemoryBound(to: Bytef.self), deflated.count > 0 else { return false }
         let endBit = (deflated.count - 1) * 8 + lastBits
         var stream = z_stream()

@@ -17,9 +17,19 @@ public final class Deflater {
         stream = .allocate(capacity: 1)
         stream.initialize(to: z_stream())
         // windowBits -15: raw deflate with the full 32 KiB window every gzip reader accepts.
-        ready = CZlib_deflateInit2(stream, level, -15, 8) == Z_OK
+        ready = CZlib_deflateInit2(stream, level, -15, Self.memoryLevel) == Z_OK
         self.level = level
     }
+
+    /// zlib's `memLevel`, its default.
+    static let memoryLevel: Int32 = 8
+
+    /// Input shorter than this is one block, whatever zlib decides about it: a compressing
+    /// level ends a block early only when its buffer of symbols fills, which holds
+    /// `1 << (memLevel + 6)` minus one, and every input byte makes at most one symbol (zlib's
+    /// `deflate_slow` and `deflate_fast`, and `_tr_tally`'s `sym_end`). A `Z_BLOCK` flush then ends
+    /// that one block. `StoredBlockTests` compares this with walking the blocks.
+    static let singleBlockInput = (1 << (Int(memoryLevel) + 6)) - 1
 
     deinit {
         if ready { deflateEnd(stream) }
