@@ -167,11 +167,8 @@ struct RevsyncSimCommand: AsyncParsableCommand {
 
     private func linkKnobs() throws -> LinkKnobs {
         var knobs = LinkKnobs()
-        for (value, name) in [(latency, "--latency"), (jitter, "--jitter")] {
-            if let value, !(value.isFinite && value >= 0) { throw ValidationError("\(name) is 0 or more milliseconds, not \(value)") }
-        }
-        knobs.latency = latency.map { .milliseconds($0) }
-        knobs.jitter = jitter.map { .milliseconds($0) }
+        knobs.latency = try latency.map { try milliseconds($0, "--latency") }
+        knobs.jitter = try jitter.map { try milliseconds($0, "--jitter") }
         knobs.bandwidth = try bandwidth.map { try nonNegative($0, "--bandwidth") }
         for (value, name) in [
             (refuse, "--refuse"), (resetMidRequest, "--reset-mid-request"), (resetMidResponse, "--reset-mid-response"),
@@ -207,6 +204,12 @@ struct RevsyncSimCommand: AsyncParsableCommand {
     private func nonNegative<T: Numeric & Comparable>(_ value: T, _ name: String) throws -> T {
         guard value >= 0 else { throw ValidationError("\(name) must be 0 or more, not \(value)") }
         return value
+    }
+
+    /// A link delay: `nonNegative`, and finite (a `Duration` cannot hold infinity).
+    private func milliseconds(_ value: Double, _ name: String) throws -> Duration {
+        guard value.isFinite else { throw ValidationError("\(name) must be a number of milliseconds, not \(value)") }
+        return .milliseconds(try nonNegative(value, name))
     }
 
     /// This command line with the seed pinned.
