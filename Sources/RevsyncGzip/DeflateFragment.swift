@@ -167,7 +167,7 @@ public struct DeflateFragment: Sendable, Hashable {
         // Short input is one block, whose type is in its header's bits: no walk. The walk (an
         // inflate, with its state and window set up anew) was a fifth of a commit's compressing.
         let startsOnByte =
-            level > 0 && input.count < Deflater.singleBlockInput
+            level > 0 && input.count < Deflater.singleBlockInput && Deflater.endsBlocksAsZlib
             ? Self.firstBlockIsStored(output)
             : output.withUnsafeReadableBytes { Self.holdsStoredBlock($0, lastBits: lastBits, dictionary: kept) }
         return (output, lastBits, startsOnByte)

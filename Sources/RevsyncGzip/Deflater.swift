@@ -31,6 +31,19 @@ public final class Deflater {
     /// that one block. `StoredBlockTests` compares this with walking the blocks.
     static let singleBlockInput = (1 << (Int(memoryLevel) + 6)) - 1
 
+    /// Whether the zlib linked is one whose blocks `singleBlockInput` describes: zlib's own 1.2
+    /// and 1.3 lines. Others that take its name end blocks by rules of their own (zlib-ng's
+    /// compatibility build reports "…zlib-ng"; s390x builds may deflate in hardware), and their
+    /// fragments are walked.
+    static let endsBlocksAsZlib: Bool = {
+        #if arch(s390x)
+            return false
+        #else
+            let version = String(cString: zlibVersion())
+            return (version.hasPrefix("1.2.") || version.hasPrefix("1.3.")) && !version.lowercased().contains("ng")
+        #endif
+    }()
+
     deinit {
         if ready { deflateEnd(stream) }
         stream.deinitialize(count: 1)

@@ -49,6 +49,26 @@ import Testing
         #expect(stored > 10 && compressed > 10, "\(stored) stored, \(compressed) compressed")
     }
 
+    /// As a commit compresses: one `Deflater` for change sets at the commit's level and runs at
+    /// theirs, in turn (a level set again straight after each reset).
+    @Test func aSharedDeflaterChangingLevelsAgreesWithTheWalk() {
+        #expect(Deflater.endsBlocksAsZlib, "this machine's zlib is walked: the tests above prove nothing of the shortcut")
+        let deflater = Deflater()
+        var stored = 0
+        for index in 0..<60 {
+            let size = [5, 90, 700, 3_000, 16_382][index % 5]
+            let input = index % 3 == 0 ? GzipAssemblerTests.noise(size, seed: UInt64(index)) : GzipAssemblerTests.piece(index, size: size)
+            let dictionary = index % 2 == 0 ? GzipAssemblerTests.piece(index + 1, size: 400) : nil
+            let level: Int32 = index % 2 == 0 ? DeflateFragment.commitLevel : 6
+            let fragment = DeflateFragment(compressing: input, level: level, dictionary: dictionary, with: deflater)
+            let walk = Self.walked(fragment, dictionary: dictionary)
+            #expect(fragment.startsOnByte == walk, "\(index): \(size) bytes at level \(level)")
+            #expect((try? fragment.inflated(after: dictionary ?? ByteBuffer())) == input, "\(index)")
+            if walk { stored += 1 }
+        }
+        #expect(stored > 5)
+    }
+
     /// Past the limit zlib ends blocks as its buffer fills: a stored block can follow a
     /// compressed one, which the first header does not show. Those are walked.
     @Test func longInputIsWalkedBecauseAStoredBlockCanFollowTheFirst() {

@@ -93,6 +93,24 @@ import Testing
         }
     }
 
+    /// `HEAD /snapshot` of the JSON snapshot (a handler of its own, not the router's): its
+    /// answer ends, so the connection is idle after it, and closed at the idle timeout.
+    @Test func aJSONSnapshotHeadEndsItsAnswer() async throws {
+        try await withLiveServer(configure: Self.quick) { live in
+            let (_, token) = try await live.server.devices.register(name: "head", user: "head", role: "member")
+            let connection = try RawConnection(port: try #require(live.baseURL.port))
+            connection.send("HEAD /snapshot HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token)\r\n\r\n")
+            let endOfHead = Array("\r\n\r\n".utf8)
+            let head = String(decoding: await connection.readBytes(timeout: .seconds(10)) { $0.firstRange(of: endOfHead) != nil }, as: UTF8.self)
+            #expect(head.hasPrefix("HTTP/1.1 200"), "\(head)")
+            #expect(head.lowercased().contains("content-type: application/json"), "\(head)")
+            // Idle from here: an answer left open would keep the connection busy, never idle (a
+            // next request's answer would end it; a client that sends none holds it for good).
+            let (_, closed) = await connection.readUntilClosed(timeout: .seconds(10))
+            #expect(closed, "the connection was not closed at its idle timeout")
+        }
+    }
+
     @Test func connectionsPastTheCapGetA503() async throws {
         try await withLiveServer(configure: { $0.connections.maxConnections = 2 }) { live in
             let port = try #require(live.baseURL.port)

@@ -186,15 +186,16 @@ import Testing
                 #expect(status == .conflict)
                 #expect(error?.error == "history_changed")
             }
-            // At most one look-up of the device's token, should the device watcher's first check
-            // (or its cache's one-second age before the Redis subscription is up, on a loaded
-            // machine) drop the cached device in between; not a read of the history per request.
-            #expect(harness.server.database.leases.value - before <= 1)
+            // Not a read of the history per request (ten leases): the device's token may be looked
+            // up again now and then, should the device watcher's first check (or its cache's
+            // one-second age before the Redis subscription is up, on a loaded machine) drop it.
+            let afterRefusals = harness.server.database.leases.value
+            #expect(afterRefusals - before < 5)
             // An id it never held is still read for: another instance may have renewed it since.
             let (status, error, _) = try await Self.sync(harness, device, from: head, history: UUID().uuidString.lowercased())
             #expect(status == .conflict)
             #expect(error?.error == "history_changed")
-            #expect(harness.server.database.leases.value > before)
+            #expect(harness.server.database.leases.value > afterRefusals)
             #expect(try await Self.sync(harness, device, from: head, history: renewed).0 == .ok)
         }
     }

@@ -206,9 +206,10 @@ struct RevsyncSimCommand: AsyncParsableCommand {
         return value
     }
 
-    /// A link delay: `nonNegative`, and finite (a `Duration` cannot hold infinity).
+    /// A link delay: `nonNegative`, and at most an hour (a `Duration` cannot hold infinity, and
+    /// traps on a number of milliseconds too large for it).
     private func milliseconds(_ value: Double, _ name: String) throws -> Duration {
-        guard value.isFinite else { throw ValidationError("\(name) must be a number of milliseconds, not \(value)") }
+        guard value.isFinite, value <= 3_600_000 else { throw ValidationError("\(name) must be at most 3600000 milliseconds (an hour), not \(value)") }
         return .milliseconds(try nonNegative(value, name))
     }
 

@@ -36,16 +36,20 @@ struct DatasetController<Context: RequestContext>: Sendable {
         }
         // The router's generated `HEAD` would run the `GET` and drop its body: for the JSON
         // snapshot that is a whole dataset written to a spool file nobody removes. The SQLite
-        // file's answer is cheap to describe (it is built already, and its body is read only
-        // when sent), so its `HEAD` gives every header of the `GET`, `Content-Length` and
-        // `ETag` among them; the JSON snapshot's gives its type and encoding, and no length.
+        // file's answer is cheap to describe once the file exists (its body is read only when
+        // sent; the first request to an instance waits for its first build, as a `GET` does), so
+        // its `HEAD` gives the `GET`'s headers, `Content-Length` and `ETag` among them; the JSON
+        // snapshot's gives its type and encoding, and no length. `Range` is ignored, as RFC 9110
+        // (14.2) requires for any method but `GET`: the length given is the whole file's.
         router.head("/snapshot") { request, context in
             let device = try await authenticator.device(for: request)
             if Self.acceptsSQLite(request.headers[.accept]) {
-                return try await sqliteSnapshot(request, device: device, context: context).createHeadResponse()
+                return try await sqliteSnapshot(request, device: device, context: context, ranges: false).createHeadResponse()
             }
             let headers = Self.jsonHeaders(gzip: Gzip.accepted(request.headers[.acceptEncoding]))
-            return Response(status: .ok, headers: headers, body: ResponseBody(contentLength: nil) { _ in })
+            // A body of unknown length that ends at once: no `Content-Length: 0` (the `GET`'s is
+            // not 0), and the response's end is written, so the connection goes on to the next.
+            return Response(status: .ok, headers: headers, body: ResponseBody(contentLength: nil) { writer in try await writer.finish(nil) })
         }
     }
 
@@ -108,7 +112,8 @@ struct DatasetController<Context: RequestContext>: Sendable {
         }
     }
 
-    private func sqliteSnapshot(_ request: Request, device: Device, context: Context) async throws -> Response {
+    /// - Parameter ranges: whether `Range` is taken (a `GET`) or ignored (a `HEAD`).
+    private func sqliteSnapshot(_ request: Request, device: Device, context: Context, ranges: Bool = true) async throws -> Response {
         let file: SnapshotFileCatalog.File
         do {
             file = try await files.file()
@@ -132,7 +137,7 @@ struct DatasetController<Context: RequestContext>: Sendable {
         if gzip { headers[.contentEncoding] = "gzip" }
 
         // A resumed download names the bytes it has; If-Range makes sure they are this file's.
-        var range = ByteRange.parse(request.headers[.range], size: size)
+        var range = ranges ? ByteRange.parse(request.headers[.range], size: size) : .whole
         if let ifRange = request.headers[.ifRange], ifRange != etag { range = .whole }
         // A file removed between `files.file()` and here: Hummingbird answers a missing file 404.
         func load(_ range: ClosedRange<Int>? = nil) async throws -> ResponseBody {
