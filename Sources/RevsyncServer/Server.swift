@@ -194,7 +194,8 @@ public struct Server: Sendable {
         if let redis, let cache {
             services += [
                 RedisService(client: redis), CacheReconciler(
-                    cache: cache, interval: settings.cacheReconcileInterval, waiters: waiters, feed: commitFeed, history: history),
+                    cache: cache, interval: settings.cacheReconcileInterval, waiters: waiters, feed: commitFeed, history: history,
+                    deviceEvents: deviceEvents),
             ]
         }
         // Last, so that it stops first (services stop in reverse order), while Redis still runs.

@@ -84,6 +84,35 @@ import Testing
         }
     }
 
+    /// A revocation whose announcement never reached Redis (made here through the directory,
+    /// as the instance that made it does before announcing): the second instance follows
+    /// changes on its subscription, so only PostgreSQL's count of device changes, read with the
+    /// head, drops its cached device. Without it the loop ends at its bound and the test fails.
+    @Test func revocationWhoseAnnouncementWasLostStillReachesAnotherInstance() async throws {
+        try await withTestServer(configure: { $0.deviceCheckInterval = .seconds(600) }) { harness in
+            let phone = try await harness.register("member", name: "phone")
+            let rotated = try await harness.register("member", name: "tablet")
+            try await harness.withSecondInstance { other in
+                try await eventually("the second instance follows device changes") { await other.server.devices.cache.followsChanges }
+                _ = try await other.sync(phone, from: 0)
+                _ = try await other.sync(rotated, from: 0)
+                #expect(try await harness.server.devices.directory.revoke(publicId: phone.id))
+                #expect(try await harness.server.devices.directory.replaceToken(publicId: rotated.id, tokenHash: DeviceStore.hash("new")))
+                let started = ContinuousClock.now
+                var refused = (phone: false, rotated: false)
+                while !(refused.phone && refused.rotated) && ContinuousClock.now - started < .seconds(15) {
+                    if !refused.phone { refused.phone = try await other.post(phone, SyncRequest(maxRevision: 0)).0 == .unauthorized }
+                    if !refused.rotated { refused.rotated = try await other.post(rotated, SyncRequest(maxRevision: 0)).0 == .unauthorized }
+                    if !(refused.phone && refused.rotated) { try await Task.sleep(for: .milliseconds(20)) }
+                }
+                #expect(refused.phone, "the second instance still served the revoked device after 15 s")
+                #expect(refused.rotated, "the second instance still took the replaced token after 15 s")
+                // Nothing was announced: the subscription never lapsed, the count did it.
+                #expect(await other.server.devices.cache.followsChanges)
+            }
+        }
+    }
+
     @Test func revocationReachesAnotherInstanceWithoutRedis() async throws {
         try await withTestServer(configure: { $0.redisURL = nil }) { harness in
             let phone = try await harness.register("member", name: "phone")

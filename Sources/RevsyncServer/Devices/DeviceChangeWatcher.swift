@@ -13,6 +13,12 @@ import ServiceLifecycle
 /// off), cached devices live at most `fallbackMaxAge`, so a change still takes effect within
 /// about that, at the price of one query per device per `fallbackMaxAge`.
 ///
+/// The announcement is one Redis call, made after the change committed; when it fails (the
+/// instance that made the change could not reach Redis), an instance whose subscription is up
+/// would keep its cached devices for good. So the change's own statement also raises a counter
+/// in PostgreSQL, which `CacheReconciler` reads with the head every interval and hands on here
+/// (`stored`): when it moves, the cache is dropped as for an announcement.
+///
 /// Before the subscription, the counter was polled every 250 ms: four Redis calls a second
 /// on an idle instance, and a quarter of a second before a revocation took effect.
 struct DeviceChangeWatcher: Service {
@@ -26,6 +32,8 @@ struct DeviceChangeWatcher: Service {
         case lost
         /// `checkInterval` passed.
         case tick
+        /// PostgreSQL's count of device changes, as the cache's reconciler read it.
+        case stored(Int64)
     }
 
     /// The events of one run of the server. Older ones are dropped if the watcher falls far
@@ -68,6 +76,8 @@ struct DeviceChangeWatcher: Service {
         // The counter as last read or heard; nil when unknown.
         var version: String? = nil
         var subscribed = false
+        // PostgreSQL's count as last read; nil before the first read.
+        var stored: Int64? = nil
         var lastFlush = ContinuousClock.now
         for await event in events {
             switch event {
@@ -77,6 +87,11 @@ struct DeviceChangeWatcher: Service {
             case .subscribed:
                 subscribed = true
                 version = await check(version, subscribed: true)
+            case .stored(let value):
+                // The first read drops the cache too: a change made before it may have been
+                // announced while the subscription was not yet up (the cache is young then).
+                if stored != value { await devices.cache.invalidateAll() }
+                stored = value
             case .lost:
                 subscribed = false
                 await devices.cache.setMaxAge(fallbackMaxAge)

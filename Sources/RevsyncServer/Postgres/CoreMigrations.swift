@@ -117,5 +117,18 @@ enum CoreMigrations {
         Migration(version: 7, name: "history id's time", statements: [
             "ALTER TABLE revsync_head ADD COLUMN history_since timestamptz"
         ]),
+        // Counts the changes to devices' tokens, roles and revocations, raised by the statement
+        // that makes each one. Every instance reads it with the head (`HeadReading`): a change
+        // whose announcement on Redis was lost (the instance that made it could not reach
+        // Redis) still empties the other instances' device caches within a reconcile interval.
+        Migration(version: 8, name: "device changes counted", statements: [
+            """
+            CREATE TABLE revsync_device_changes (
+                singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+                version bigint NOT NULL DEFAULT 0
+            )
+            """,
+            "INSERT INTO revsync_device_changes (singleton, version) VALUES (true, 0)",
+        ]),
     ]
 }

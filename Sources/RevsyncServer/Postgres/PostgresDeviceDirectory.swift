@@ -96,7 +96,10 @@ struct PostgresDeviceDirectory: DeviceDirectory {
         let logger = database.logger
         let rows = try await database.withConnection { connection in
             try await connection.rows(
-                "UPDATE revsync_devices SET revoked_at = COALESCE(revoked_at, now()) WHERE public_id = \(uuid) RETURNING id", logger)
+                """
+                WITH u AS (UPDATE revsync_devices SET revoked_at = COALESCE(revoked_at, now()) WHERE public_id = \(uuid) RETURNING id),
+                \(unescaped: Self.countChange) SELECT id FROM u
+                """, logger)
         }
         return !rows.isEmpty
     }
@@ -107,7 +110,10 @@ struct PostgresDeviceDirectory: DeviceDirectory {
         let logger = database.logger
         let rows = try await database.withConnection { connection in
             try await connection.rows(
-                "UPDATE revsync_devices SET token_hash = \(hash) WHERE public_id = \(uuid) AND revoked_at IS NULL RETURNING id", logger)
+                """
+                WITH u AS (UPDATE revsync_devices SET token_hash = \(hash) WHERE public_id = \(uuid) AND revoked_at IS NULL RETURNING id),
+                \(unescaped: Self.countChange) SELECT id FROM u
+                """, logger)
         }
         return !rows.isEmpty
     }
@@ -118,12 +124,17 @@ struct PostgresDeviceDirectory: DeviceDirectory {
         let rows = try await database.withConnection { connection in
             try await connection.rows(
                 """
-                WITH u AS (UPDATE revsync_devices SET role = \(role) WHERE public_id = \(uuid) AND revoked_at IS NULL RETURNING *)
-                SELECT \(unescaped: Self.infoColumns) FROM u d
+                WITH u AS (UPDATE revsync_devices SET role = \(role) WHERE public_id = \(uuid) AND revoked_at IS NULL RETURNING *),
+                \(unescaped: Self.countChange) SELECT \(unescaped: Self.infoColumns) FROM u d
                 """, logger)
         }
         return try rows.first.map(Self.info)
     }
+
+    /// The part of a device change's statement that raises `revsync_device_changes` when the
+    /// change found its device (`u`, the update before it): other instances read the counter
+    /// with the head, whatever became of the change's announcement on Redis.
+    static let countChange = "c AS (UPDATE revsync_device_changes SET version = version + 1 WHERE EXISTS (SELECT 1 FROM u))"
 
     func markSeen(_ ids: [Int64]) async throws {
         guard !ids.isEmpty else { return }

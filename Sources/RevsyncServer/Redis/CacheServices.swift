@@ -6,13 +6,16 @@ import ServiceLifecycle
 /// within `interval` even when nothing new commits. One query per interval, not per request.
 /// The head it reads also advances the waiting requests, so that `CommitFeed` need not read
 /// it again for them, and the history id it reads with it serves `HistoryWatch`'s check when
-/// one is due, so that the watch need not read either.
+/// one is due, so that the watch need not read either; the count of device changes goes to
+/// `DeviceChangeWatcher`.
 struct CacheReconciler: Service {
     let cache: RedisChangeLog
     let interval: Duration
     let waiters: CommitWaiters
     let feed: CommitFeed.Status
     let history: HistoryWatch
+    /// Where the count of device changes read with the head goes (`DeviceChangeWatcher`).
+    let deviceEvents: DeviceChangeWatcher.Events
 
     func run() async throws {
         // Both ways out matter: graceful shutdown, and plain cancellation (a cancelled sleep returns at once).
@@ -23,6 +26,7 @@ struct CacheReconciler: Service {
             let before = history.history.mark
             guard let read = await cache.reconcile() else { continue }
             waiters.advance(to: read.state.head)
+            deviceEvents.continuation.yield(.stored(read.deviceChanges))
             feed.heardAuthoritativeHead()
             guard history.isDue(period: interval) else { continue }
             do {
