@@ -144,6 +144,31 @@ import Testing
         }
     }
 
+    /// A JSON snapshot's spool file goes when the last reference to it does: the answer's body
+    /// holds it, and a body Hummingbird drops unsent (the client left before the head could be
+    /// written) must not leave a copy of the dataset behind; a sent one leaves none either.
+    @Test func aSpooledSnapshotIsRemovedWithItsLastReferenceSentOrNot() async throws {
+        try await withTestServer { harness in
+            let admin = try await harness.register("admin", name: "admin")
+            _ = try await harness.seedBasics(admin)
+            var spooled: SpooledSnapshot? = try await harness.server.snapshotSpool.write(gzip: true)
+            let path = try #require(spooled?.path)
+            #expect(FileManager.default.fileExists(atPath: path))
+            #expect((spooled?.size ?? 0) > 0)
+            spooled = nil
+            #expect(!FileManager.default.fileExists(atPath: path), "the spool file outlived its last reference")
+
+            let work = try harness.server.snapshotSpool.work.path()
+            func spoolFiles() throws -> [String] {
+                try FileManager.default.contentsOfDirectory(atPath: work).filter { $0.hasSuffix(".json") || $0.hasSuffix(".json.gz") }
+            }
+            let (status, body) = try await harness.client.execute(
+                uri: "/snapshot", method: .get, headers: [.authorization: "Bearer \(admin.token)"], body: nil) { ($0.status, $0.body) }
+            #expect(status == .ok && body.readableBytes > 0)
+            try await eventually("the sent snapshot's spool file is removed") { try spoolFiles().isEmpty }
+        }
+    }
+
     /// `HEAD /snapshot`: the SQLite file's `GET` headers, length and tag among them, and no
     /// body, whatever `Range` says; the JSON snapshot's type, and no dataset written to the
     /// spool for nothing.

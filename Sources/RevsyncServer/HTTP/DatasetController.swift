@@ -75,7 +75,7 @@ struct DatasetController<Context: RequestContext>: Sendable {
     private func jsonSnapshot(_ request: Request, device: Device, context: Context) async throws -> Response {
         let gzip = Gzip.accepted(request.headers[.acceptEncoding])
         let headers = Self.jsonHeaders(gzip: gzip)
-        let spooled: (path: String, size: Int)
+        let spooled: SpooledSnapshot
         do {
             spooled = try await spool.write(gzip: gzip, device: device.id)
         } catch {
@@ -88,11 +88,11 @@ struct DatasetController<Context: RequestContext>: Sendable {
             // Hummingbird answers a missing file 404: the spool's directory went (shutdown, or re-made) under the request.
             throw SyncError.unavailable("the JSON snapshot's spool file was removed as it was opened: retry")
         }
-        let path = spooled.path
+        // The body holds the spool file: it is removed when the body goes, sent or not.
         let body = ResponseBody(contentLength: spooled.size) { writer in
-            defer { try? FileManager.default.removeItem(atPath: path) }
             let file = file
             try await file.write(writer)
+            withExtendedLifetime(spooled) {}
         }
         return Response(status: .ok, headers: headers, body: body)
     }

@@ -16,12 +16,12 @@ struct SnapshotSpool: Sendable {
     let work: SnapshotWorkDirectory
     let readers: ConcurrencyGate
 
-    /// Writes the snapshot (gzip-compressed, or not) and returns the file's path and size;
-    /// the caller removes the file once it is sent. `device`: the requesting device's id
-    /// (`SnapshotStreamer`).
-    func write(gzip: Bool, device: Int64? = nil) async throws -> (path: String, size: Int) {
+    /// Writes the snapshot (gzip-compressed, or not); the file is removed when the value
+    /// returned goes. `device`: the requesting device's id (`SnapshotStreamer`).
+    func write(gzip: Bool, device: Int64? = nil) async throws -> SpooledSnapshot {
         let spool = self
-        return try await readers.run { try await spool.written(gzip: gzip, device: device) }
+        let (path, size) = try await readers.run { try await spool.written(gzip: gzip, device: device) }
+        return SpooledSnapshot(path: path, size: size)
     }
 
     private func written(gzip: Bool, device: Int64?) async throws -> (path: String, size: Int) {
