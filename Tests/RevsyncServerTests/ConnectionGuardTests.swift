@@ -71,6 +71,23 @@ import Testing
         }
     }
 
+    /// A request pipelined behind another (both sent in one write, before the first answer)
+    /// is under way once the first is answered: its wait of 3 s runs whole, past the idle
+    /// timeout of 1 s, and the connection goes idle only after its answer.
+    @Test func aPipelinedRequestIsNotCutAtTheIdleTimeout() async throws {
+        try await withLiveServer(configure: Self.quick) { live in
+            let (_, token) = try await live.server.devices.register(name: "pipelined", user: "pipelined", role: "viewer")
+            let connection = try RawConnection(port: try #require(live.baseURL.port))
+            let started = ContinuousClock.now
+            connection.send("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" + LongPollConnectionTests.request(token: token, wait: 3))
+            let (text, closed) = await connection.readUntilClosed(timeout: .seconds(20))
+            let answers = text.components(separatedBy: "HTTP/1.1 200").count - 1
+            #expect(answers == 2, "the waiting request was cut: \(text)")
+            #expect(ContinuousClock.now - started >= .seconds(3))
+            #expect(closed, "the connection was not closed at its idle timeout after the second answer")
+        }
+    }
+
     /// `HEAD` on a `GET` route (the router generates it): the `GET`'s head, `Content-Length`
     /// included, and not one byte of body, so the next request on the connection is read right.
     @Test func aHeadAnswerSendsNoBodyAndTheConnectionGoesOn() async throws {

@@ -19,6 +19,11 @@ public struct ConnectionLimits: Sendable {
 /// whole, so `ConnectionGuard` starts waiting for the next request.
 struct ResponseCompleted {}
 
+/// Sent down the pipeline by `RequestProgressHandler` when a request's head has been
+/// decoded: a request pipelined behind another (sent before its answer) came in while
+/// `ConnectionGuard` was busy and unseen by it, and must not run under the idle timeout.
+struct RequestStarted {}
+
 /// The first handler of every connection, on raw bytes: it refuses connections past the
 /// cap, and closes one whose client is idle too long or sends a request head too slowly
 /// (slow-header attacks hold a socket open with a byte every few seconds).
@@ -44,6 +49,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private let count: BoundedCount
     private var counted = false
     private var state = State.idle
+    /// Requests decoded and not yet answered whole: the connection is idle only at 0.
+    private var underway = 0
     private var deadline: Scheduled<Void>?
 
     init(limits: ConnectionLimits, count: BoundedCount) {
@@ -100,14 +107,22 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
-        guard event is ResponseCompleted else {
+        switch event {
+        case is RequestStarted:
+            promise?.succeed()
+            underway += 1
+            // Its head is complete, whatever this handler saw of it.
+            state = .busy
+            disarm()
+        case is ResponseCompleted:
+            promise?.succeed()
+            underway = max(0, underway - 1)
+            if case .busy = state, underway == 0 {
+                state = .idle
+                arm(context, limits.idleTimeout)
+            }
+        default:
             context.triggerUserOutboundEvent(event, promise: promise)
-            return
-        }
-        promise?.succeed()
-        if case .busy = state {
-            state = .idle
-            arm(context, limits.idleTimeout)
         }
     }
 

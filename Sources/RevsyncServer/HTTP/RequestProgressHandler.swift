@@ -3,7 +3,8 @@ import NIOHTTPTypes
 
 /// Sees each request's decoded parts: it closes a connection whose request body does not
 /// arrive within the body timeout (slow-body attacks), and tells `ConnectionGuard` when a
-/// response has been written, so the idle timeout starts again.
+/// request starts and when a response has been written, so the idle timeout starts again
+/// only when no request is under way (one pipelined behind another included).
 final class RequestProgressHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -20,6 +21,7 @@ final class RequestProgressHandler: ChannelDuplexHandler, RemovableChannelHandle
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head:
+            context.triggerUserOutboundEvent(RequestStarted(), promise: nil)
             deadline?.cancel()
             let loop = context.eventLoop.assumeIsolated()
             deadline = loop.scheduleTask(in: .nanoseconds(bodyTimeout.nanoseconds)) {
