@@ -1,4 +1,6 @@
+import Foundation
 import Logging
+import PostgresNIO
 import Testing
 @testable import RevsyncServer
 
@@ -77,5 +79,67 @@ import Testing
         #expect { try ServerSettings.fromEnvironment(["REVSYNC_LISTEN": "localhost"]) } throws: { error in
             "\(error)".hasPrefix("REVSYNC_LISTEN must be host:port")
         }
+        // No host: every interface to some tools, loopback to others; the error says which is which.
+        #expect { try ServerSettings.fromEnvironment(["REVSYNC_LISTEN": ":8080"]) } throws: { error in
+            "\(error)" == "REVSYNC_LISTEN \":8080\" names no host: use 0.0.0.0:8080 for every interface, or 127.0.0.1:8080 for this machine only"
+        }
+    }
+
+    /// A duration past what a timer or PostgreSQL can take (an attempt at "never") is refused
+    /// by name at start, instead of trapping on the first connection or wait.
+    @Test func aDurationTooLongIsRefusedByName() throws {
+        for name in ["REVSYNC_HTTP_IDLE_TIMEOUT_SECONDS", "REVSYNC_MAX_WAIT_SECONDS", "REVSYNC_SNAPSHOT_KEEP_REPLACED_SECONDS"] {
+            #expect { try ServerSettings.fromEnvironment([name: "10000000000"]) } throws: { error in
+                "\(error)" == "\(name) must be at most 2592000, not 10000000000"
+            }
+        }
+        #expect { try ServerSettings.fromEnvironment(["REVSYNC_CACHE_RECONCILE_MS": "9223372036854775807"]) } throws: { error in
+            "\(error)" == "REVSYNC_CACHE_RECONCILE_MS must be at most 2592000000, not 9223372036854775807"
+        }
+        // PostgreSQL's statement_timeout is at most 2^31 - 1 ms.
+        #expect { try ServerSettings.fromEnvironment(["REVSYNC_DB_TIMEOUT_SECONDS": "2147484"]) } throws: { error in
+            "\(error)" == "REVSYNC_DB_TIMEOUT_SECONDS must be at most 86400, not 2147484"
+        }
+        let longest = try ServerSettings.fromEnvironment(["REVSYNC_MAX_WAIT_SECONDS": "2592000", "REVSYNC_DB_TIMEOUT_SECONDS": "86400"])
+        #expect(longest.maxWait == .seconds(2_592_000) && longest.databaseTimeout == .seconds(86_400))
+    }
+
+    /// The metrics token, like the admin tokens, is read without the newline a secret's file ends in.
+    @Test func theMetricsTokenIsTrimmed() throws {
+        #expect(try ServerSettings.fromEnvironment(["REVSYNC_METRICS_TOKEN": "s3cret\n"]).metricsToken == "s3cret")
+        #expect(try ServerSettings.fromEnvironment(["REVSYNC_METRICS_TOKEN": " \n"]).metricsToken == nil)
+    }
+
+    /// `sslmode` as libpq reads it: `require` encrypts without checking the certificate (a
+    /// managed service's own CA), `verify-ca` and `verify-full` check it, `sslrootcert` names
+    /// the roots; an unknown mode or an unreadable root file is refused by name.
+    @Test func sslModesMeanWhatLibpqMeans() throws {
+        #expect(try DatabaseURL.tls("disable", rootCertificate: nil) == nil)
+        let prefer = try #require(try DatabaseURL.tls("prefer", rootCertificate: nil))
+        #expect(!prefer.required && prefer.configuration.certificateVerification == .none)
+        let allow = try #require(try DatabaseURL.tls("allow", rootCertificate: nil))
+        #expect(!allow.required && allow.configuration.certificateVerification == .none)
+        let require = try #require(try DatabaseURL.tls("require", rootCertificate: nil))
+        #expect(require.required && require.configuration.certificateVerification == .none)
+        let verifyCA = try #require(try DatabaseURL.tls("verify-ca", rootCertificate: nil))
+        #expect(verifyCA.required && verifyCA.configuration.certificateVerification == .noHostnameVerification)
+        let verifyFull = try #require(try DatabaseURL.tls("verify-full", rootCertificate: nil))
+        #expect(verifyFull.required && verifyFull.configuration.certificateVerification == .fullVerification)
+
+        let roots = FileManager.default.temporaryDirectory.appendingPathComponent("roots-\(UUID().uuidString).pem").path
+        #expect(FileManager.default.createFile(atPath: roots, contents: Data("-----BEGIN CERTIFICATE-----\n".utf8)))
+        defer { try? FileManager.default.removeItem(atPath: roots) }
+        let requireWithRoots = try #require(try DatabaseURL.tls("require", rootCertificate: roots))
+        #expect(requireWithRoots.configuration.certificateVerification == .noHostnameVerification)
+        #expect(requireWithRoots.configuration.trustRoots == .file(roots))
+
+        #expect { try DatabaseURL.tls("required", rootCertificate: nil) } throws: { error in
+            "\(error)" == "sslmode \"required\" in REVSYNC_DATABASE_URL is not one of disable, allow, prefer, require, verify-ca, verify-full"
+        }
+        #expect { try DatabaseURL.tls("verify-full", rootCertificate: "/nonexistent/root.pem") } throws: { error in
+            "\(error)" == "sslrootcert in REVSYNC_DATABASE_URL names \"/nonexistent/root.pem\", which is not a readable file"
+        }
+        // Through the whole URL, as the server reads it.
+        _ = try DatabaseURL.configuration("postgres://u@db.example/revsync?sslmode=require", connections: 2)
     }
 }

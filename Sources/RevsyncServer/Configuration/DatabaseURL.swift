@@ -14,13 +14,12 @@ package enum DatabaseURL {
         }
         let user = components.user ?? "postgres"
         let database = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
-        let sslMode = components.queryItems?.first { $0.name == "sslmode" }?.value ?? "disable"
+        let query = { (name: String) in components.queryItems?.first { $0.name == name }?.value }
         let tls: PostgresClient.Configuration.TLS
-        switch sslMode {
-        case "disable": tls = .disable
-        case "prefer", "allow": tls = .prefer(.makeClientConfiguration())
-        case "require", "verify-ca", "verify-full": tls = .require(.makeClientConfiguration())
-        default: throw SettingsError("sslmode \"\(sslMode)\" in REVSYNC_DATABASE_URL is not one of disable, prefer, require")
+        switch try Self.tls(query("sslmode") ?? "disable", rootCertificate: query("sslrootcert")) {
+        case nil: tls = .disable
+        case (required: false, let configuration)?: tls = .prefer(configuration)
+        case (required: true, let configuration)?: tls = .require(configuration)
         }
         var configuration = PostgresClient.Configuration(
             host: host, port: components.port ?? 5432, username: user,
@@ -37,5 +36,41 @@ package enum DatabaseURL {
             configuration.options.additionalStartupParameters += [("statement_timeout", milliseconds), ("lock_timeout", milliseconds)]
         }
         return configuration
+    }
+
+    /// TLS as libpq's `sslmode` means it: `allow` and `prefer` encrypt when the server can,
+    /// `require` always, and neither checks the server's certificate (managed PostgreSQL
+    /// services commonly present one of their own CA, and `require` is what their guides say);
+    /// `verify-ca` checks it against the trusted roots, `verify-full` its host name too. With
+    /// `sslrootcert` (a PEM file) those roots are the file's, not the system's, and `require`
+    /// checks the chain as `verify-ca` does (as libpq does when it finds a root certificate).
+    /// Nil for `disable`; `required`: whether a server without TLS is refused.
+    static func tls(_ mode: String, rootCertificate: String?) throws -> (required: Bool, configuration: TLSConfiguration)? {
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        if let rootCertificate {
+            guard FileManager.default.isReadableFile(atPath: rootCertificate) else {
+                throw SettingsError("sslrootcert in REVSYNC_DATABASE_URL names \"\(rootCertificate)\", which is not a readable file")
+            }
+            configuration.trustRoots = .file(rootCertificate)
+        }
+        switch mode {
+        case "disable":
+            return nil
+        case "allow", "prefer":
+            configuration.certificateVerification = .none
+            return (false, configuration)
+        case "require":
+            configuration.certificateVerification = rootCertificate == nil ? .none : .noHostnameVerification
+            return (true, configuration)
+        case "verify-ca":
+            configuration.certificateVerification = .noHostnameVerification
+            return (true, configuration)
+        case "verify-full":
+            configuration.certificateVerification = .fullVerification
+            return (true, configuration)
+        default:
+            throw SettingsError(
+                "sslmode \"\(mode)\" in REVSYNC_DATABASE_URL is not one of disable, allow, prefer, require, verify-ca, verify-full")
+        }
     }
 }

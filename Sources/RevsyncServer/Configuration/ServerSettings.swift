@@ -120,6 +120,12 @@ public struct ServerSettings: Sendable {
         public init() {}
     }
 
+    /// The longest duration any setting takes: 30 days.
+    static let maxDurationSeconds = 30 * 86_400
+    /// The longest `REVSYNC_DB_TIMEOUT_SECONDS`: a day, well inside PostgreSQL's limit for
+    /// `statement_timeout` (2^31 - 1 ms).
+    static let maxDatabaseTimeoutSeconds = 86_400
+
     /// Settings from `REVSYNC_*` environment variables over the defaults.
     public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws -> ServerSettings {
         var settings = ServerSettings()
@@ -127,26 +133,35 @@ public struct ServerSettings: Sendable {
             guard let text = environment[name], !text.isEmpty else { return nil }
             return text
         }
-        func integer(_ name: String) throws -> Int? {
+        func integer(_ name: String, atMost limit: Int? = nil) throws -> Int? {
             guard let text = value(name) else { return nil }
             guard let number = Int(text), number >= 0 else {
                 throw SettingsError("\(name) must be a non-negative integer, not \"\(text)\"")
             }
+            if let limit, number > limit {
+                throw SettingsError("\(name) must be at most \(limit), not \(text)")
+            }
             return number
         }
+        // Durations are bounded: past about 292 years a timer's nanoseconds overflow and trap,
+        // and PostgreSQL takes a statement timeout of at most 2^31 - 1 ms (24.8 days). Nothing
+        // here is meant to last longer than these.
+        func seconds(_ name: String) throws -> Int? { try integer(name, atMost: Self.maxDurationSeconds) }
+        func milliseconds(_ name: String) throws -> Int? { try integer(name, atMost: Self.maxDurationSeconds * 1000) }
         if let listen = value("REVSYNC_LISTEN") { try settings.setListen(listen) }
         if let url = value("REVSYNC_DATABASE_URL") { settings.databaseURL = url }
         settings.adminToken = value("REVSYNC_ADMIN_TOKEN")
         settings.adminTokenFile = value("REVSYNC_ADMIN_TOKEN_FILE")
-        settings.metricsToken = value("REVSYNC_METRICS_TOKEN")
+        // Trimmed as the admin tokens are: a token read from a secret's file often ends in a newline.
+        settings.metricsToken = value("REVSYNC_METRICS_TOKEN").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.flatMap { $0.isEmpty ? nil : $0 }
         if let path = value("REVSYNC_SCHEMA") { settings.schemaPath = path }
         if let n = try integer("REVSYNC_MAX_CONNECTIONS") { settings.connections.maxConnections = max(1, n) }
         if let n = try integer("REVSYNC_MAX_REQUESTS_IN_FLIGHT") { settings.maxRequestsInFlight = max(1, n) }
         if let n = try integer("REVSYNC_MAX_REQUESTS_PER_DEVICE") { settings.maxRequestsPerDevice = max(1, n) }
         if let n = try integer("REVSYNC_TOKEN_LOOKUPS_PER_SECOND") { settings.tokenLookupsPerSecond = max(1, n) }
-        if let n = try integer("REVSYNC_HTTP_IDLE_TIMEOUT_SECONDS") { settings.connections.idleTimeout = .seconds(max(1, n)) }
-        if let n = try integer("REVSYNC_HTTP_HEADER_TIMEOUT_SECONDS") { settings.connections.headerTimeout = .seconds(max(1, n)) }
-        if let n = try integer("REVSYNC_HTTP_BODY_TIMEOUT_SECONDS") { settings.connections.bodyTimeout = .seconds(max(1, n)) }
+        if let n = try seconds("REVSYNC_HTTP_IDLE_TIMEOUT_SECONDS") { settings.connections.idleTimeout = .seconds(max(1, n)) }
+        if let n = try seconds("REVSYNC_HTTP_HEADER_TIMEOUT_SECONDS") { settings.connections.headerTimeout = .seconds(max(1, n)) }
+        if let n = try seconds("REVSYNC_HTTP_BODY_TIMEOUT_SECONDS") { settings.connections.bodyTimeout = .seconds(max(1, n)) }
         if let n = try integer("REVSYNC_MAX_BODY_BYTES") { settings.limits.maxBodyBytes = max(1024, n) }
         if let n = try integer("REVSYNC_MAX_INFLATED_BYTES") { settings.limits.maxInflatedBytes = max(1024, n) }
         // A change set's attributes sit six levels deep: less would refuse every write.
@@ -160,39 +175,44 @@ public struct ServerSettings: Sendable {
         if let n = try integer("REVSYNC_CATCHUP_MAX_CHANGE_SETS") { settings.limits.catchUpMaxChangeSets = max(1, n) }
         if let n = try integer("REVSYNC_CATCHUP_MAX_BYTES") { settings.limits.catchUpMaxBytes = n }
         if let n = try integer("REVSYNC_LOG_RETENTION") { settings.logRetention = Int64(n) }
-        if let n = try integer("REVSYNC_PRUNE_INTERVAL_SECONDS") { settings.pruneInterval = .seconds(max(1, n)) }
-        if let n = try integer("REVSYNC_DB_TIMEOUT_SECONDS") { settings.databaseTimeout = .seconds(max(1, n)) }
+        if let n = try seconds("REVSYNC_PRUNE_INTERVAL_SECONDS") { settings.pruneInterval = .seconds(max(1, n)) }
+        if let n = try integer("REVSYNC_DB_TIMEOUT_SECONDS", atMost: Self.maxDatabaseTimeoutSeconds) { settings.databaseTimeout = .seconds(max(1, n)) }
         if let n = try integer("REVSYNC_DB_CONNECTIONS") { settings.databaseConnections = max(2, n) }
-        if let n = try integer("REVSYNC_DB_KEEPALIVE_SECONDS") { settings.databaseKeepAlive = .seconds(max(1, n)) }
+        if let n = try seconds("REVSYNC_DB_KEEPALIVE_SECONDS") { settings.databaseKeepAlive = .seconds(max(1, n)) }
         if let n = try integer("REVSYNC_COMMIT_BATCH_SIZE") { settings.commitBatchSize = min(64, max(1, n)) }
-        if let n = try integer("REVSYNC_COMMIT_WAIT_MS") { settings.commitBatchWait = .milliseconds(max(0, n)) }
+        if let n = try milliseconds("REVSYNC_COMMIT_WAIT_MS") { settings.commitBatchWait = .milliseconds(max(0, n)) }
         if let n = try integer("REVSYNC_REQUEST_WORKERS") { settings.requestWorkers = max(0, n) }
-        if let n = try integer("REVSYNC_MAX_WAIT_SECONDS") { settings.maxWait = .seconds(n) }
-        if let n = try integer("REVSYNC_WAIT_RECHECK_MS") { settings.waitRecheckInterval = .milliseconds(max(10, n)) }
+        if let n = try seconds("REVSYNC_MAX_WAIT_SECONDS") { settings.maxWait = .seconds(n) }
+        if let n = try milliseconds("REVSYNC_WAIT_RECHECK_MS") { settings.waitRecheckInterval = .milliseconds(max(10, n)) }
         if let url = value("REVSYNC_REDIS_URL") { settings.redisURL = url == "off" ? nil : url }
-        if let n = try integer("REVSYNC_REDIS_CONNECT_TIMEOUT_MS") { settings.redisConnectTimeout = .milliseconds(max(1, n)) }
+        if let n = try milliseconds("REVSYNC_REDIS_CONNECT_TIMEOUT_MS") { settings.redisConnectTimeout = .milliseconds(max(1, n)) }
         if let prefix = value("REVSYNC_CACHE_PREFIX") { settings.cachePrefix = prefix }
         if let n = try integer("REVSYNC_CACHE_WINDOW") { settings.cacheWindow = Int64(max(1, n)) }
         if let n = try integer("REVSYNC_CACHE_MAX_BYTES") { settings.cacheMaxBytes = max(1024, n) }
         if let n = try integer("REVSYNC_CACHE_MEMORY_REVISIONS") { settings.cacheMemoryRevisions = Int64(max(0, n)) }
-        if let n = try integer("REVSYNC_CACHE_RECONCILE_MS") { settings.cacheReconcileInterval = .milliseconds(max(10, n)) }
-        if let n = try integer("REVSYNC_HISTORY_CHECK_MS") { settings.historyCheckInterval = .milliseconds(max(10, n)) }
-        if let n = try integer("REVSYNC_DEVICE_CHECK_MS") { settings.deviceCheckInterval = .milliseconds(max(10, n)) }
+        if let n = try milliseconds("REVSYNC_CACHE_RECONCILE_MS") { settings.cacheReconcileInterval = .milliseconds(max(10, n)) }
+        if let n = try milliseconds("REVSYNC_HISTORY_CHECK_MS") { settings.historyCheckInterval = .milliseconds(max(10, n)) }
+        if let n = try milliseconds("REVSYNC_DEVICE_CHECK_MS") { settings.deviceCheckInterval = .milliseconds(max(10, n)) }
         if let directory = value("REVSYNC_SNAPSHOT_DIR") { settings.snapshotDirectory = directory }
         if let n = try integer("REVSYNC_SNAPSHOT_REBUILD_REVISIONS") { settings.snapshotRebuildRevisions = Int64(max(1, n)) }
-        if let n = try integer("REVSYNC_SNAPSHOT_MAX_AGE_SECONDS") { settings.snapshotMaxAge = .seconds(max(1, n)) }
-        if let n = try integer("REVSYNC_SNAPSHOT_KEEP_REPLACED_SECONDS") { settings.snapshotKeepReplaced = .seconds(n) }
+        if let n = try seconds("REVSYNC_SNAPSHOT_MAX_AGE_SECONDS") { settings.snapshotMaxAge = .seconds(max(1, n)) }
+        if let n = try seconds("REVSYNC_SNAPSHOT_KEEP_REPLACED_SECONDS") { settings.snapshotKeepReplaced = .seconds(n) }
         return settings
     }
 
-    /// `host:port`, `[v6]:port` or `:port`.
+    /// `host:port` or `[v6]:port`. A bare `:port` is refused: some tools read it as every
+    /// interface, others as this machine only, and either guess surprises someone.
     public mutating func setListen(_ listen: String) throws {
         guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]), (0...65535).contains(port) else {
             throw SettingsError("REVSYNC_LISTEN must be host:port (e.g. 127.0.0.1:8080), not \"\(listen)\"")
         }
         var host = String(listen[..<colon])
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        self.host = host.isEmpty ? "127.0.0.1" : host
+        guard !host.isEmpty else {
+            throw SettingsError(
+                "REVSYNC_LISTEN \"\(listen)\" names no host: use 0.0.0.0:\(port) for every interface, or 127.0.0.1:\(port) for this machine only")
+        }
+        self.host = host
         self.port = port
     }
 }
