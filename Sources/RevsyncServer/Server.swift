@@ -143,8 +143,10 @@ public struct Server: Sendable {
             authenticator: authenticator, schema: schema, bodyReader: bodyReader,
             announce: { await cache?.publishDeviceChange() }
         ).addRoutes(to: router)
-        DatasetController(authenticator: authenticator, schema: schema, spool: snapshotSpool, files: snapshotFiles)
-            .addRoutes(to: router)
+        DatasetController(
+            authenticator: authenticator, schema: schema, spool: snapshotSpool, files: snapshotFiles,
+            jsonSnapshotsPerDevice: DeviceRequestCount(limit: settings.maxRequestsPerDevice)
+        ).addRoutes(to: router)
         MonitoringController(database: database, metrics: metrics, metricsToken: settings.metricsToken).addRoutes(to: router)
         OpenAPIController().addRoutes(to: router)
         routes.learn(router.routes, headForGet: options.contains(.autoGenerateHeadEndpoints))

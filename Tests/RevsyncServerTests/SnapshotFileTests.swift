@@ -431,11 +431,13 @@ import Testing
             try await Self.seedVolume(live)
             let (_, token) = try await live.server.devices.register(name: "slow", user: "slow", role: "member")
             let port = try #require(live.baseURL.port)
-            // Twenty downloads, JSON and SQLite, each read up to its status line and then left alone.
+            // Twenty downloads, JSON and SQLite, each read up to its status line and then left
+            // alone; a device of its own each (one device holds at most 4 JSON snapshots).
             var readers: [RawConnection] = []
             for index in 0..<20 {
+                let (_, own) = try await live.server.devices.register(name: "slow \(index)", user: "slow", role: "member")
                 let reader = try RawConnection(port: port, receiveBuffer: 4096)
-                reader.send(Self.get(token: token, sqlite: index % 2 == 1))
+                reader.send(Self.get(token: own, sqlite: index % 2 == 1))
                 readers.append(reader)
             }
             // The JSON snapshots are read one at a time, in the order their requests reached the
@@ -457,6 +459,56 @@ import Testing
             #expect(answer.hasPrefix("HTTP/1.1 200"), "\(answer.prefix(300))")
             #expect(answer.contains("\"__oldId__\":-1"), "the note committed")
             withExtendedLifetime(readers) {}
+        }
+    }
+
+    /// One device holds at most `REVSYNC_MAX_REQUESTS_PER_DEVICE` JSON snapshots under way
+    /// (each a spool file the size of the dataset and a place among the requests in flight,
+    /// until its client reads it): the next is `503` with `Retry-After`, another device's is
+    /// served, and closing a download gives its place back.
+    @Test func oneDeviceHoldsAtMostItsLimitOfJSONSnapshots() async throws {
+        try await withLiveServer(configure: { $0.maxRequestsPerDevice = 2 }) { live in
+            try await Self.seedVolume(live)
+            let (_, token) = try await live.server.devices.register(name: "greedy", user: "greedy", role: "viewer")
+            let port = try #require(live.baseURL.port)
+            // Two downloads read up to their status line, then left unread: they stay under way.
+            var held: [RawConnection] = []
+            for _ in 0..<2 {
+                let reader = try RawConnection(port: port, receiveBuffer: 4096)
+                reader.send(Self.get(token: token, sqlite: false))
+                let (text, _) = await reader.readUntilClosed(timeout: .seconds(60), orUntil: "HTTP/1.1 200")
+                #expect(text.hasPrefix("HTTP/1.1 200"), "\(text.prefix(300))")
+                held.append(reader)
+            }
+            let third = try RawConnection(port: port)
+            third.send(Self.get(token: token, sqlite: false))
+            let (refused, _) = await third.readUntilClosed(timeout: .seconds(60), orUntil: "}")
+            #expect(refused.hasPrefix("HTTP/1.1 503"), "\(refused.prefix(300))")
+            #expect(refused.lowercased().contains("retry-after: 1"), "\(refused.prefix(300))")
+            #expect(refused.contains("2 JSON snapshots under way"), "\(refused.prefix(300))")
+            // The SQLite file (sent from a shared file, no spool) and other devices are not held back.
+            let file = try RawConnection(port: port, receiveBuffer: 4096)
+            file.send(Self.get(token: token, sqlite: true))
+            let (fileAnswer, _) = await file.readUntilClosed(timeout: .seconds(60), orUntil: "HTTP/1.1 200")
+            #expect(fileAnswer.hasPrefix("HTTP/1.1 200"), "\(fileAnswer.prefix(300))")
+            let (_, other) = try await live.server.devices.register(name: "other", user: "other", role: "viewer")
+            let another = try RawConnection(port: port, receiveBuffer: 4096)
+            another.send(Self.get(token: other, sqlite: false))
+            let (otherAnswer, _) = await another.readUntilClosed(timeout: .seconds(60), orUntil: "HTTP/1.1 200")
+            #expect(otherAnswer.hasPrefix("HTTP/1.1 200"), "\(otherAnswer.prefix(300))")
+            // A download closed unread (the last reference closes its socket) gives its place back.
+            held.removeFirst()
+            var served = false
+            let started = ContinuousClock.now
+            while !served && ContinuousClock.now - started < .seconds(30) {
+                let retry = try RawConnection(port: port, receiveBuffer: 4096)
+                retry.send(Self.get(token: token, sqlite: false))
+                let (text, _) = await retry.readUntilClosed(timeout: .seconds(60), orUntil: "\r\n")
+                served = text.hasPrefix("HTTP/1.1 200")
+                if served { held.append(retry) } else { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            #expect(served, "closing a download did not give its place back")
+            withExtendedLifetime((held, file, another)) {}
         }
     }
 

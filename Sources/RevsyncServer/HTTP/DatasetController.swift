@@ -19,6 +19,11 @@ struct DatasetController<Context: RequestContext>: Sendable {
     let schema: DatasetSchema
     let spool: SnapshotSpool
     let files: SnapshotFiles
+    /// JSON snapshots of each device under way (`REVSYNC_MAX_REQUESTS_PER_DEVICE`, counted
+    /// apart from its `/sync` requests): each holds a spool file the size of the dataset and a
+    /// place among the requests in flight until its client has read it, so one token must not
+    /// hold them by the hundred.
+    let jsonSnapshotsPerDevice: DeviceRequestCount
 
     func addRoutes(to router: Router<Context>) {
         router.get("/schema") { request, _ in
@@ -73,6 +78,12 @@ struct DatasetController<Context: RequestContext>: Sendable {
     }
 
     private func jsonSnapshot(_ request: Request, device: Device, context: Context) async throws -> Response {
+        guard let slot = DeviceRequestCount.Slot(jsonSnapshotsPerDevice, device: device.id) else {
+            throw SyncError(
+                .unavailable,
+                "this device has \(jsonSnapshotsPerDevice.limit) JSON snapshots under way already: read or close them before asking again",
+                retryAfterSeconds: 1)
+        }
         let gzip = Gzip.accepted(request.headers[.acceptEncoding])
         let headers = Self.jsonHeaders(gzip: gzip)
         let spooled: SpooledSnapshot
@@ -88,11 +99,12 @@ struct DatasetController<Context: RequestContext>: Sendable {
             // Hummingbird answers a missing file 404: the spool's directory went (shutdown, or re-made) under the request.
             throw SyncError.unavailable("the JSON snapshot's spool file was removed as it was opened: retry")
         }
-        // The body holds the spool file: it is removed when the body goes, sent or not.
+        // The body holds the spool file and the device's place: the file is removed and the
+        // place given back when the body goes, sent or not.
         let body = ResponseBody(contentLength: spooled.size) { writer in
             let file = file
             try await file.write(writer)
-            withExtendedLifetime(spooled) {}
+            withExtendedLifetime((spooled, slot)) {}
         }
         return Response(status: .ok, headers: headers, body: body)
     }

@@ -24,4 +24,20 @@ final class DeviceRequestCount: Sendable {
             counts[device] = remaining > 0 ? remaining : nil
         }
     }
+
+    /// One request's place, given back when the last reference to it goes: a response body
+    /// that runs after its handler returned (a JSON snapshot being sent) holds it to its end.
+    final class Slot: Sendable {
+        private let count: DeviceRequestCount
+        private let device: Int64
+
+        /// Nil when `device` has `count.limit` requests under way already.
+        init?(_ count: DeviceRequestCount, device: Int64) {
+            guard count.enter(device) else { return nil }
+            self.count = count
+            self.device = device
+        }
+
+        deinit { count.leave(device) }
+    }
 }
