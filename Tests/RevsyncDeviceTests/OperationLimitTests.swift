@@ -33,6 +33,28 @@ struct OperationLimitTests {
         try await harness.expectConverged(device)
     }
 
+    /// A change set too large to ever be taken (a photo stored in a string, say) is refused
+    /// at the transaction, leaving no trace: queued, every request carrying it would be refused
+    /// as 413, even alone, and every change set behind it would wait for good.
+    @Test func aTransactionOverTheByteLimitIsRefusedAndLeavesNoTrace() async throws {
+        let harness = try await EngineHarness()
+        let device = try await harness.device("a") { $0.maxChangeSetBytes = 2_000 }
+        try await device.syncOnce()
+        await #expect {
+            try await device.transaction { tx in try tx.create("leagues", ["name": .string(String(repeating: "p", count: 3_000))]) }
+        } throws: { error in
+            guard case DeviceError.changeSetTooManyBytes(let bytes, let limit) = error else { return false }
+            return bytes > 3_000 && limit == 2_000 && "\(error)".contains("at most 2000")
+        }
+        #expect(try await device.pendingChangeSets().isEmpty)
+        #expect(try await device.records("leagues", matching: RecordQuery()).allSatisfy { $0.id > 0 }, "the refused record was kept")
+        let created = try await device.transaction { tx in try tx.create("leagues", ["name": .string(String(repeating: "p", count: 1_000))]) }
+        #expect(created == -1, "the refused transaction used no temporary id")
+        let report = try await device.syncOnce()
+        #expect(report.acknowledged == [1])
+        try await harness.expectConverged(device)
+    }
+
     @Test func requestsStayUnderTheOperationLimitSoTheServerNeedNotRefuseThem() async throws {
         let harness = try await EngineHarness()
         let device = try await harness.device("a") { $0.maxOperationsPerRequest = 7 }

@@ -1,3 +1,4 @@
+import Foundation
 import RevsyncWire
 
 /// The result of one local transaction.
@@ -16,9 +17,12 @@ extension LocalEditResult: Sendable where Value: Sendable {}
 public enum LocalEdit {
     /// Runs `body` and queues its edits as one change set. A change set of more than
     /// `maxOperations` creates, updates and deletes throws `DeviceError.tooManyOperations`
-    /// (the server would reject it whole as `invalid`).
+    /// (the server would reject it whole as `invalid`), one of more than `maxBytes` bytes of
+    /// JSON `DeviceError.changeSetTooManyBytes` (the server rejects it as `invalid`, or
+    /// refuses every request that carries it, even alone, as `413`: queued, it would stop
+    /// every later change set behind it).
     public static func perform<Value>(
-        on store: any RecordStore, schema: LocalSchema, maxOperations: Int? = nil, _ body: (Transaction) throws -> Value
+        on store: any RecordStore, schema: LocalSchema, maxOperations: Int? = nil, maxBytes: Int? = nil, _ body: (Transaction) throws -> Value
     ) throws -> LocalEditResult<Value> {
         var meta = try store.meta()
         let transaction = Transaction(store: store, schema: schema, nextTemporaryId: meta.nextTemporaryId)
@@ -28,6 +32,10 @@ public enum LocalEdit {
         }
         if let maxOperations, changeSet.operationCount > maxOperations {
             throw DeviceError.tooManyOperations(count: changeSet.operationCount, limit: maxOperations)
+        }
+        if let maxBytes {
+            let bytes = try JSONEncoder().encode(changeSet).count
+            if bytes > maxBytes { throw DeviceError.changeSetTooManyBytes(bytes: bytes, limit: maxBytes) }
         }
         changeSet.seq = meta.nextSeq
         meta.nextSeq += 1

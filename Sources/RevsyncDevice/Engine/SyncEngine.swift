@@ -139,15 +139,17 @@ public actor SyncEngine {
     /// quick; if it throws, nothing of it is kept. Returns what `body` returns
     /// (typically temporary ids of created records). A transaction of more than
     /// `maxOperationsPerChangeSet` creates, updates and deletes throws
-    /// `DeviceError.tooManyOperations`.
+    /// `DeviceError.tooManyOperations`, and one whose change set is more than
+    /// `maxChangeSetBytes` bytes of JSON `DeviceError.changeSetTooManyBytes`; nothing of it is kept.
     @discardableResult
     public func transaction<Value: Sendable>(_ body: @Sendable (Transaction) throws -> Value) async throws -> Value {
         try checkOpen()
         let layout = try requireLayout()
         let schema = configuration.checksPermissionsLocally ? layout.schema : layout.schema.permittingEverything()
         let maxOperations = max(1, configuration.maxOperationsPerChangeSet)
+        let maxBytes = max(1, configuration.maxChangeSetBytes)
         let result = try await database.writer.write { db in
-            try LocalEdit.perform(on: SQLiteRecordStore(db, layout: layout), schema: schema, maxOperations: maxOperations, body)
+            try LocalEdit.perform(on: SQLiteRecordStore(db, layout: layout), schema: schema, maxOperations: maxOperations, maxBytes: maxBytes, body)
         }
         if let seq = result.changeSet?.seq {
             changeBroadcaster.publish(ChangeEvent(origin: .local(seq: seq), records: result.changes))

@@ -32,6 +32,13 @@ public struct SyncEngineConfiguration: Sendable {
     /// server (`REVSYNC_MAX_OPERATIONS_PER_CHANGE_SET`) would reject the change set whole.
     /// Cascades do not count: a delete is one operation, however many records it removes.
     public var maxOperationsPerChangeSet = 10_000
+    /// Most bytes of JSON one local transaction's change set may take: past it, `transaction`
+    /// throws `DeviceError.changeSetTooManyBytes` and keeps nothing. The default is the
+    /// server's default `REVSYNC_MAX_LOG_ENTRY_BYTES` (4 MiB), past which it rejects a change
+    /// set as `invalid`; a change set past its request limits (`REVSYNC_MAX_BODY_BYTES`,
+    /// `REVSYNC_MAX_INFLATED_BYTES`) would be refused even alone, as `413`, and stop every
+    /// change set queued behind it. Keep it at most the server's limits.
+    public var maxChangeSetBytes = 4 * 1024 * 1024
     /// Whether local transactions check the role's permissions from `GET /schema`
     /// (the default). Off models an app that lets users try anything: the
     /// server then rejects what the role may not do as `forbidden` and the

@@ -27,6 +27,9 @@ public enum DeviceError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A transaction made more creates, updates and deletes than one change set may
     /// hold (`SyncEngineConfiguration.maxOperationsPerChangeSet`); nothing of it is kept.
     case tooManyOperations(count: Int, limit: Int)
+    /// A transaction's change set is more bytes of JSON than one may be
+    /// (`SyncEngineConfiguration.maxChangeSetBytes`); nothing of it is kept.
+    case changeSetTooManyBytes(bytes: Int, limit: Int)
     /// The server answered without acknowledging or rejecting change sets it was sent.
     case unansweredChangeSets([Int64])
     /// The server's response names entities or attributes its schema does not have.
@@ -53,6 +56,8 @@ public enum DeviceError: Error, Sendable, Hashable, CustomStringConvertible {
         case .changeSetTooLarge(let seq): "change set \(seq) is too large for the server even on its own"
         case .tooManyOperations(let count, let limit):
             "the transaction makes \(count) creates, updates and deletes; one change set may hold \(limit): split the work into several transactions"
+        case .changeSetTooManyBytes(let bytes, let limit):
+            "the transaction's change set is \(bytes) bytes of JSON; one may be at most \(limit): keep large values (files, images) out of records, or split the work into several transactions"
         case .unansweredChangeSets(let seqs): "the server neither acknowledged nor rejected change sets \(seqs)"
         case .unknownNamesInResponse(let names): "the response names \(names.joined(separator: ", ")), unknown to the server's schema"
         case .closed: "the sync engine is closed"
