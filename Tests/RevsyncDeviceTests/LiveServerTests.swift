@@ -661,6 +661,42 @@ struct LiveServerTests {
         }
     }
 
+    /// A retention shorter than the snapshot file's rebuild interval: the file a new device
+    /// loads is older than the log's horizon, the server answers `410` once it is loaded and
+    /// again after it is loaded anew. The second time the engine loads the JSON snapshot (read
+    /// at the head) instead of giving up, so the device syncs in its first round.
+    @Test(.timeLimit(.minutes(3)))
+    func aSnapshotFileOlderThanTheRetainedLogIsFollowedByTheJSONSnapshot() async throws {
+        try await withLiveDevices(configure: { $0.logRetention = 2 }) { devices in
+            let seed = try await devices.seed()
+            let writer = try await devices.bootstrapped("writer")
+            let viewer = try await devices.token("file-reader", role: "viewer")
+            func fileRevision() async throws -> Int64 {
+                let path = devices.path("file-\(UUID().uuidString.prefix(8))")
+                defer { try? FileManager.default.removeItem(atPath: path) }
+                return try #require(try await devices.transport().snapshotFile(token: viewer.token, to: path, minimumRevision: 0)).revision
+            }
+            let fileAt = try await fileRevision()
+            for number in 1...5 {
+                try await writer.transaction { tx in
+                    try tx.create("screen_items", ["screen_id": .integer(seed.screen), "label": .string("W\(number)"), "kind": "numeric", "sort_order": .integer(Int64(10 + number))])
+                }
+            }
+            #expect(try await writer.syncOnce().acknowledged == [1, 2, 3, 4, 5])
+            let horizon = try await devices.live.server.pruner.pruneOnce()
+            #expect(horizon > fileAt)
+            // Not rebuilt yet (far fewer revisions since than REVSYNC_SNAPSHOT_REBUILD_REVISIONS).
+            #expect(try await fileRevision() == fileAt)
+
+            let newcomer = try await devices.device("newcomer")
+            let report = try await newcomer.syncOnce()
+            #expect(report.bootstrapped)
+            #expect(try await newcomer.status().maxRevision >= horizon)
+            #expect(try await newcomer.records("screen_items").filter { $0["label"]?.stringValue?.hasPrefix("W") == true }.count == 5)
+            try await devices.expectConverged(writer, newcomer)
+        }
+    }
+
     @Test(.timeLimit(.minutes(3)))
     func anEditMadeAfterALostResponseBuildsOnTheUnacknowledgedOneWithoutConflict() async throws {
         try await withLiveDevices { devices in

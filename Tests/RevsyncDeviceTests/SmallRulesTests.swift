@@ -66,6 +66,18 @@ struct SmallRulesTests {
         #expect(map(409, #"{"error":"sequence_gap","message":"m"}"#).isRetryable, "a gap without expected is a broken answer")
     }
 
+    /// A `Retry-After` from a proxy or a hostile middlebox is obeyed up to five minutes: an hour
+    /// is cut to that, and a value past what a `Duration` holds no longer traps.
+    @Test func aRetryAfterIsCutToFiveMinutes() {
+        #expect(ErrorResponseMapper.parseRetryAfter("2") == .seconds(2))
+        #expect(ErrorResponseMapper.parseRetryAfter(" 1.5 ") == .milliseconds(1500))
+        #expect(ErrorResponseMapper.parseRetryAfter("3600") == .seconds(300))
+        #expect(ErrorResponseMapper.parseRetryAfter("1e16") == .seconds(300))
+        #expect(ErrorResponseMapper.parseRetryAfter("99999999999999999999") == .seconds(300))
+        #expect(ErrorResponseMapper.parseRetryAfter("-1") == nil)
+        #expect(ErrorResponseMapper.parseRetryAfter("soon") == nil)
+    }
+
     @Test func theOutboxIsRenumberedFromTheExpectedSeq() throws {
         let store = try seededStore()
         try store.setMeta(DeviceMeta(maxRevision: 3, nextSeq: 12, nextTemporaryId: -1, bootstrapped: true))

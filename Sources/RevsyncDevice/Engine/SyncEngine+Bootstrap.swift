@@ -11,10 +11,11 @@ extension SyncEngine {
     /// snapshot when the server has none or the file is for another schema.
     /// - Parameter anyRevision: the server's database went back (`history_changed`): a file
     ///   below the device's revision is taken all the same, that revision being of another line.
+    /// - Parameter fromFile: false loads the JSON snapshot whatever files the server has.
     @discardableResult
-    func bootstrapLocked(token: String, anyRevision: Bool = false) async throws -> Int64 {
+    func bootstrapLocked(token: String, anyRevision: Bool = false, fromFile: Bool = true) async throws -> Int64 {
         let layout = try await install(try await transport.schema(token: token))
-        if let loaded = try await bootstrapFromFile(token: token, layout: layout, anyRevision: anyRevision) {
+        if fromFile, let loaded = try await bootstrapFromFile(token: token, layout: layout, anyRevision: anyRevision) {
             logger.info("bootstrapped from snapshot file", metadata: ["records": "\(loaded.records)", "maxRevision": "\(loaded.revision)"])
             changeBroadcaster.publish(ChangeEvent(origin: .bootstrap, records: RecordChanges()))
             configuration.revisionObserver?(loaded.revision)

@@ -102,6 +102,12 @@ extension SyncEngine {
                 return
             } catch DeviceError.closed {
                 return
+            } catch DeviceError.unansweredChangeSets(let seqs) {
+                // As in a round (a long-poll's answer cut by `more` is followed by a round, which
+                // sends what is pending): wait, and the next round sends them again.
+                longPollFailures += 1
+                logger.warning("server left change sets unanswered; will resend", metadata: ["seqs": "\(seqs)"])
+                try? await configuration.sleep(configuration.retry.delay(forAttempt: longPollFailures, jitter: configuration.random()))
             } catch DeviceError.unknownNamesInResponse(let names) {
                 // As in a round: a schema upgrade under way; nothing was applied, and the next round asks again.
                 longPollFailures += 1
@@ -146,7 +152,7 @@ extension SyncEngine {
         let maxOperations = max(1, configuration.maxOperationsPerRequest)
         var attempt = 0
         var renumbered = false
-        var rebootstrapped = false
+        var rebootstraps = 0
         // seq_reused: the search for the first impostor, its probes' revision, and a
         // bound against a server that keeps refusing (each search makes progress).
         var search: ReusedSeqSearch?
@@ -201,12 +207,16 @@ extension SyncEngine {
                     logger.debug("sync failed; retrying", metadata: ["error": "\(error)", "attempt": "\(attempt)", "delay": "\(delay)"])
                     try await configuration.sleep(delay)
                 case .bootstrap, .bootstrapAnyRevision:
-                    // Once per round: a server that keeps asking is not helped by a loop.
-                    guard !rebootstrapped else { throw error }
-                    rebootstrapped = true
-                    logger.info("server asked for a new snapshot", metadata: ["error": "\(error)"])
+                    // Twice per round at most: a server that keeps asking is not helped by a loop. The
+                    // second time from the JSON snapshot, read at the head: the SQLite file may be
+                    // older than the log's horizon (a retention shorter than the file's rebuild
+                    // interval), and loading it again would be refused again.
+                    guard rebootstraps < 2 else { throw error }
+                    rebootstraps += 1
+                    logger.info("server asked for a new snapshot", metadata: ["error": "\(error)", "time": "\(rebootstraps)"])
                     let anyRevision = SyncRecovery.decide(for: error, changeSetCount: 0) == .bootstrapAnyRevision
-                    try await retrying(&report) { try await self.bootstrapLocked(token: token, anyRevision: anyRevision) }
+                    let fromFile = rebootstraps == 1
+                    try await retrying(&report) { try await self.bootstrapLocked(token: token, anyRevision: anyRevision, fromFile: fromFile) }
                     report.bootstrapped = true
                 case .renumber(let expected):
                     guard !renumbered, try await renumberOutbox(from: expected) else { throw error }

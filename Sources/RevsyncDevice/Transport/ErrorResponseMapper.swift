@@ -40,11 +40,18 @@ enum ErrorResponseMapper {
         }
     }
 
-    /// Retry-After in seconds (the HTTP-date form is not used by the server).
+    /// The longest `Retry-After` obeyed, in seconds: a round holds the sync slot while it
+    /// waits (local edits and `syncOnce()` wait behind it), and the server asks for 1 or 2 s;
+    /// a proxy's hour, or a value past what a `Duration` can hold, is cut to this.
+    static let longestRetryAfter: Int64 = 300
+
+    /// Retry-After in seconds (the HTTP-date form is not used by the server), at most `longestRetryAfter`.
     static func parseRetryAfter(_ text: String) -> Duration? {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
-        if let seconds = Int64(trimmed), seconds >= 0 { return .seconds(seconds) }
-        if let seconds = Double(trimmed), seconds >= 0, seconds.isFinite { return .milliseconds(Int64(seconds * 1000)) }
+        if let seconds = Int64(trimmed), seconds >= 0 { return .seconds(min(seconds, longestRetryAfter)) }
+        if let seconds = Double(trimmed), seconds >= 0, seconds.isFinite {
+            return .milliseconds(Int64(min(seconds, Double(longestRetryAfter)) * 1000))
+        }
         return nil
     }
 }
