@@ -118,6 +118,24 @@ struct ResponseApplierTests {
         #expect(try store.record("teams", id: temporary) == nil)
     }
 
+    /// A rebuilt acknowledgement (its log entry pruned) lists a record the change set created
+    /// and someone deleted since under `delete`, with `__oldId__` only: the device's temporary
+    /// copy goes, and the mapping is kept.
+    @Test func aRebuiltAcknowledgementOfARecordDeletedSinceDropsItsTemporaryCopy() throws {
+        let store = try seededStore()
+        let temporary = try edit(store) { tx in try tx.create("teams", ["league_id": 1, "name": "Hawks"]) }.value
+        var meta = try store.meta()
+        meta.maxRevision = 20
+        try store.setMeta(meta)
+        let rebuilt = ChangeSet.committed(7, seq: 1) { cs in cs.delete("teams", 321, [ReservedAttribute.oldId: .integer(temporary)]) }
+        let outcome = try applier.apply(SyncResponse(maxRevision: 20, changeSets: [rebuilt]), to: store, sent: [1])
+        #expect(outcome.acknowledged == [1])
+        #expect(try store.record("teams", id: temporary) == nil, "the temporary copy of a record deleted since stayed")
+        #expect(try store.record("teams", id: 321) == nil)
+        #expect(try store.temporaryIdMapping(temporary) == TemporaryIdMapping(entity: "teams", id: 321))
+        #expect(try store.outbox().isEmpty)
+    }
+
     @Test func correctiveSetRestoresTheServersRecordAndReportsTheConflict() throws {
         let store = try seededStore()
         try edit(store) { tx in try tx.update("teams", id: 10, ["name": "Mine"]) }

@@ -188,14 +188,16 @@ extension ResponseApplier {
         }
 
         /// Records `__oldId__` mappings: the temporary record goes, references to it
-        /// (stored and pending) now point at the permanent id. Without `adopt` (a change set
+        /// (stored and pending) now point at the permanent id. A rebuilt acknowledgement lists
+        /// a record deleted since under `delete`, with its `__oldId__` only: its temporary copy
+        /// goes too. Without `adopt` (a change set
         /// whose seq a pending one shares unjudged), only the counter moves past the ids:
         /// the local records under them may be other records than the server's.
         private mutating func adoptMappings(from changeSet: ChangeSet, adopt: Bool) throws {
             var found: [Int64: TemporaryIdMapping] = [:]
             for entity in changeSet.types {
                 guard let changes = changeSet.entities[entity] else { continue }
-                for id in changes.create + changes.update {
+                for id in changes.create + changes.update + changes.delete {
                     guard let old = changes.attributes[id]?[ReservedAttribute.oldId]?.integerValue, old < 0, id > 0 else { continue }
                     found[old] = TemporaryIdMapping(entity: entity, id: id)
                 }

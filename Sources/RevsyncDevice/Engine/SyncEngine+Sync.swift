@@ -196,6 +196,10 @@ extension SyncEngine {
             let response: SyncResponse
             do {
                 response = try await transport.sync(request, token: token)
+                // Closed while the request was out: `DeviceError.closed`, which `run()` ends on
+                // quietly, not the closed database's error from applying the answer (the server
+                // repeats its outcome to the next request).
+                try checkOpen()
                 try ResponseApplier.checkHistory(of: response, to: request)
             } catch let error as SyncTransportError {
                 switch SyncRecovery.decide(for: error, changeSetCount: request.changeSets.count) {
