@@ -88,6 +88,35 @@ import Testing
         }
     }
 
+    /// A request pipelined behind one that says `Connection: close` is never answered (the
+    /// server half-closes after the first answer). It must not count as under way, or a client
+    /// that never closes would hold its place for good: NIO's parser (llhttp) takes no request
+    /// after a `Connection: close`, so the second head is never decoded, the first answer ends
+    /// the last request under way, and the idle timeout closes the connection.
+    @Test func aRequestPipelinedBehindAConnectionCloseDoesNotHoldTheConnection() async throws {
+        try await withLiveServer(configure: { Self.quick(&$0); $0.connections.maxConnections = 1 }) { live in
+            let port = try #require(live.baseURL.port)
+            let connection = try RawConnection(port: port)
+            connection.send(
+                "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\nGET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            let (first, _) = await connection.readUntilClosed(timeout: .seconds(10), orUntil: "}")
+            #expect(first.hasPrefix("HTTP/1.1 200"), "\(first)")
+            // The server's half-close looks like the end of the stream from here, whether it then
+            // closes the socket or not; with a cap of one connection, the next one is served only
+            // once it has.
+            let started = ContinuousClock.now
+            var served = false
+            while !served && ContinuousClock.now - started < .seconds(15) {
+                let next = try RawConnection(port: port)
+                next.send("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+                served = await next.readUntilClosed(timeout: .seconds(5), orUntil: "\r\n").text.hasPrefix("HTTP/1.1 200")
+                if !served { try await Task.sleep(for: .milliseconds(200)) }
+            }
+            #expect(served, "the connection with an unanswered request still held the only place after 15 s")
+            withExtendedLifetime(connection) {}
+        }
+    }
+
     /// `HEAD` on a `GET` route (the router generates it): the `GET`'s head, `Content-Length`
     /// included, and not one byte of body, so the next request on the connection is read right.
     @Test func aHeadAnswerSendsNoBodyAndTheConnectionGoesOn() async throws {

@@ -107,7 +107,10 @@ import Testing
     /// The metrics token, like the admin tokens, is read without the newline a secret's file ends in.
     @Test func theMetricsTokenIsTrimmed() throws {
         #expect(try ServerSettings.fromEnvironment(["REVSYNC_METRICS_TOKEN": "s3cret\n"]).metricsToken == "s3cret")
-        #expect(try ServerSettings.fromEnvironment(["REVSYNC_METRICS_TOKEN": " \n"]).metricsToken == nil)
+        // A token of whitespace (an empty secret file) must not open /metrics: refused.
+        #expect { try ServerSettings.fromEnvironment(["REVSYNC_METRICS_TOKEN": " \n"]) } throws: { error in
+            "\(error)" == "REVSYNC_METRICS_TOKEN holds only whitespace: set a token, or unset it to leave /metrics open"
+        }
     }
 
     /// `sslmode` as libpq reads it: `require` encrypts without checking the certificate (a
@@ -132,6 +135,8 @@ import Testing
         let requireWithRoots = try #require(try DatabaseURL.tls("require", rootCertificate: roots))
         #expect(requireWithRoots.configuration.certificateVerification == .noHostnameVerification)
         #expect(requireWithRoots.configuration.trustRoots == .file(roots))
+        let preferWithRoots = try #require(try DatabaseURL.tls("prefer", rootCertificate: roots))
+        #expect(!preferWithRoots.required && preferWithRoots.configuration.certificateVerification == .noHostnameVerification)
 
         #expect { try DatabaseURL.tls("required", rootCertificate: nil) } throws: { error in
             "\(error)" == "sslmode \"required\" in REVSYNC_DATABASE_URL is not one of disable, allow, prefer, require, verify-ca, verify-full"

@@ -42,8 +42,9 @@ package enum DatabaseURL {
     /// `require` always, and neither checks the server's certificate (managed PostgreSQL
     /// services commonly present one of their own CA, and `require` is what their guides say);
     /// `verify-ca` checks it against the trusted roots, `verify-full` its host name too. With
-    /// `sslrootcert` (a PEM file) those roots are the file's, not the system's, and `require`
-    /// checks the chain as `verify-ca` does (as libpq does when it finds a root certificate).
+    /// `sslrootcert` (a PEM file) those roots are the file's, not the system's, and `allow`,
+    /// `prefer` and `require` check the chain as `verify-ca` does (as libpq does when it finds
+    /// a root certificate).
     /// Nil for `disable`; `required`: whether a server without TLS is refused.
     static func tls(_ mode: String, rootCertificate: String?) throws -> (required: Bool, configuration: TLSConfiguration)? {
         var configuration = TLSConfiguration.makeClientConfiguration()
@@ -57,7 +58,7 @@ package enum DatabaseURL {
         case "disable":
             return nil
         case "allow", "prefer":
-            configuration.certificateVerification = .none
+            configuration.certificateVerification = rootCertificate == nil ? .none : .noHostnameVerification
             return (false, configuration)
         case "require":
             configuration.certificateVerification = rootCertificate == nil ? .none : .noHostnameVerification

@@ -153,7 +153,14 @@ public struct ServerSettings: Sendable {
         settings.adminToken = value("REVSYNC_ADMIN_TOKEN")
         settings.adminTokenFile = value("REVSYNC_ADMIN_TOKEN_FILE")
         // Trimmed as the admin tokens are: a token read from a secret's file often ends in a newline.
-        settings.metricsToken = value("REVSYNC_METRICS_TOKEN").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.flatMap { $0.isEmpty ? nil : $0 }
+        // Nothing but whitespace is refused, not taken as unset: that would open `/metrics`.
+        if let token = value("REVSYNC_METRICS_TOKEN") {
+            let trimmed = token.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !trimmed.isEmpty else {
+                throw SettingsError("REVSYNC_METRICS_TOKEN holds only whitespace: set a token, or unset it to leave /metrics open")
+            }
+            settings.metricsToken = trimmed
+        }
         if let path = value("REVSYNC_SCHEMA") { settings.schemaPath = path }
         if let n = try integer("REVSYNC_MAX_CONNECTIONS") { settings.connections.maxConnections = max(1, n) }
         if let n = try integer("REVSYNC_MAX_REQUESTS_IN_FLIGHT") { settings.maxRequestsInFlight = max(1, n) }

@@ -20,9 +20,9 @@ struct DatasetController<Context: RequestContext>: Sendable {
     let spool: SnapshotSpool
     let files: SnapshotFiles
     /// JSON snapshots of each device under way (`REVSYNC_MAX_REQUESTS_PER_DEVICE`, counted
-    /// apart from its `/sync` requests): each holds a spool file the size of the dataset and a
-    /// place among the requests in flight until its client has read it, so one token must not
-    /// hold them by the hundred.
+    /// apart from its `/sync` requests): each holds a spool file the size of the dataset and
+    /// its connection until its client has read it (its place among the requests in flight
+    /// ends when the handler returns), so one token must not hold them by the hundred.
     let jsonSnapshotsPerDevice: DeviceRequestCount
 
     func addRoutes(to router: Router<Context>) {

@@ -18,6 +18,8 @@ struct CacheReconciler: Service {
     let deviceEvents: DeviceChangeWatcher.Events
 
     func run() async throws {
+        // PostgreSQL's count of device changes as last handed to the watcher.
+        var deviceChanges: Int64? = nil
         // Both ways out matter: graceful shutdown, and plain cancellation (a cancelled sleep returns at once).
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
@@ -26,7 +28,12 @@ struct CacheReconciler: Service {
             let before = history.history.mark
             guard let read = await cache.reconcile() else { continue }
             waiters.advance(to: read.state.head)
-            deviceEvents.continuation.yield(.stored(read.deviceChanges))
+            // Handed on when it moved (or first read): a value a second must not crowd the
+            // watcher's bounded queue of events from its subscription.
+            if read.deviceChanges != deviceChanges {
+                deviceChanges = read.deviceChanges
+                deviceEvents.continuation.yield(.stored(read.deviceChanges))
+            }
             feed.heardAuthoritativeHead()
             guard history.isDue(period: interval) else { continue }
             do {
