@@ -33,6 +33,8 @@ public struct Server: Sendable {
     let commitFeed = CommitFeed.Status()
     /// Requests under way; waiting ones give their place up.
     let inFlight = BoundedCount()
+    /// Each device's JSON snapshots under way (`DatasetController`).
+    let jsonSnapshotsPerDevice: DeviceRequestCount
     /// The SQLite snapshot files `GET /snapshot` serves, and their rebuilds.
     let snapshotFiles: SnapshotFiles
     /// Where JSON snapshots are written before they are sent.
@@ -85,6 +87,7 @@ public struct Server: Sendable {
         let directory = settings.snapshotDirectory
             ?? NSTemporaryDirectory() + SnapshotFiles.ownDirectoryPrefix
             + "\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8).lowercased())"
+        jsonSnapshotsPerDevice = DeviceRequestCount(limit: settings.maxRequestsPerDevice)
         snapshotFiles = SnapshotFiles(
             directory: directory, removeDirectoryAtEnd: ownDirectory, builder: SnapshotFileBuilder(database: database, schema: schema),
             policy: .init(
@@ -145,7 +148,7 @@ public struct Server: Sendable {
         ).addRoutes(to: router)
         DatasetController(
             authenticator: authenticator, schema: schema, spool: snapshotSpool, files: snapshotFiles,
-            jsonSnapshotsPerDevice: DeviceRequestCount(limit: settings.maxRequestsPerDevice)
+            jsonSnapshotsPerDevice: jsonSnapshotsPerDevice
         ).addRoutes(to: router)
         MonitoringController(database: database, metrics: metrics, metricsToken: settings.metricsToken).addRoutes(to: router)
         OpenAPIController().addRoutes(to: router)
