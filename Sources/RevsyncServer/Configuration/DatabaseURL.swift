@@ -57,12 +57,9 @@ package enum DatabaseURL {
         switch mode {
         case "disable":
             return nil
-        case "allow", "prefer":
+        case "allow", "prefer", "require":
             configuration.certificateVerification = rootCertificate == nil ? .none : .noHostnameVerification
-            return (false, configuration)
-        case "require":
-            configuration.certificateVerification = rootCertificate == nil ? .none : .noHostnameVerification
-            return (true, configuration)
+            return (mode == "require", configuration)
         case "verify-ca":
             configuration.certificateVerification = .noHostnameVerification
             return (true, configuration)
