@@ -95,4 +95,48 @@ struct OperationLimitTests {
         #expect(try await device.records("players").isEmpty)
         try await harness.expectConverged(device)
     }
+
+    /// A device whose change set limits are above the server's request limits: a change set the
+    /// server refuses as `413` even alone is dropped with a notification instead of holding every
+    /// later one back, and a snapshot undoes its edits.
+    @Test func aChangeSetTheServerRefusesAsTooLargeEvenAloneIsDroppedAndTheRestGoThrough() async throws {
+        let harness = try await EngineHarness()
+        await harness.server.setRequestOperationLimit(4)
+        let device = try await harness.device("a")
+        try await device.syncOnce()
+        let team = harness.teamId
+        let conflicts = device.conflicts()
+        try await device.transaction { tx in try tx.update("teams", id: team, ["city": "Leeds"]) }
+        try await device.transaction { tx in
+            for number in 1...5 { _ = try tx.create("players", ["team_id": .integer(team), "number": .integer(Int64(number))]) }
+        }
+        try await device.transaction { tx in try tx.update("teams", id: team, ["city": "York"]) }
+        let queued = try await device.pendingChangeSets()[1]
+        let snapshots = await harness.server.snapshotRequests
+        let before = await harness.server.received.count
+
+        let report = try await device.syncOnce()
+        #expect(report.acknowledged == [1, 2], "the third took the dropped one's seq")
+        #expect(await harness.server.received.dropFirst(before).map(\.changeSets.count) == [3, 1, 1, 1])
+        let conflict = try #require(report.conflicts.first)
+        #expect(report.conflicts.count == 1)
+        #expect(conflict.seq == 2)
+        #expect(conflict.resync)
+        #expect(conflict.reason.code == .invalid)
+        #expect(conflict.reason.message.contains("too large"))
+        #expect(conflict.rejected == queued)
+        #expect(report.bootstrapped)
+        #expect(await harness.server.snapshotRequests == snapshots + 1)
+        #expect(try await device.records("players").isEmpty, "the snapshot undid its creates")
+        #expect(try await device.record("teams", id: team)?["city"] == "York")
+        #expect(try await device.storedConflicts().map(\.seq) == [2])
+        try await harness.expectConverged(device)
+
+        // The device carries on with the next seq.
+        try await device.transaction { tx in try tx.update("teams", id: team, ["city": "Hull"]) }
+        #expect(try await device.syncOnce().acknowledged == [3])
+        try await harness.expectConverged(device)
+        try await device.close()
+        #expect(await conflicts.reduce(into: []) { $0.append($1.seq) } == [2])
+    }
 }

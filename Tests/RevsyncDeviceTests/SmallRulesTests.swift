@@ -91,6 +91,37 @@ struct SmallRulesTests {
         #expect(try !OutboxRenumbering.renumber(store, from: 9), "a server ahead of the outbox is not a gap to close")
     }
 
+    @Test func anUndeliverableChangeSetLeavesTheOutboxAndTheNextOnesTakeItsSeq() throws {
+        let store = try seededStore()
+        try store.setMeta(DeviceMeta(maxRevision: 3, nextSeq: 4, nextTemporaryId: -1, bootstrapped: true))
+        for city in ["A", "B", "C"] { try edit(store) { tx in try tx.update("teams", id: 10, ["city": .string(city)]) } }
+        let conflict = try #require(try UndeliverableChangeSet.drop(seq: 5, from: store, serverMessage: "the body is over 1 MiB"))
+        #expect(conflict.seq == 5)
+        #expect(conflict.resync)
+        #expect(conflict.reason.code == .invalid)
+        #expect(conflict.reason.message.contains("the body is over 1 MiB"))
+        #expect(conflict.rejected?.entities["teams"]?.attributes[10]?["city"] == "B", "the change set as it was queued")
+        #expect(try store.outbox().map(\.seq) == [4, 5])
+        #expect(try store.outbox().last?.entities["teams"]?.attributes[10]?["city"] == "C")
+        #expect(try store.meta().nextSeq == 6)
+        #expect(try store.meta().needsResync)
+        #expect(try UndeliverableChangeSet.drop(seq: 9, from: store, serverMessage: "") == nil, "no longer pending")
+
+        // The last one pending: the next new change set takes its seq.
+        _ = try UndeliverableChangeSet.drop(seq: 5, from: store, serverMessage: "")
+        #expect(try store.outbox().map(\.seq) == [4])
+        #expect(try store.meta().nextSeq == 5)
+
+        // One the server has handled (at or below `committedThrough`): the others keep their seqs.
+        try edit(store) { tx in try tx.update("teams", id: 10, ["city": "D"]) }
+        var meta = try store.meta()
+        meta.committedThrough = 4
+        try store.setMeta(meta)
+        _ = try UndeliverableChangeSet.drop(seq: 4, from: store, serverMessage: "")
+        #expect(try store.outbox().map(\.seq) == [5])
+        #expect(try store.meta().nextSeq == 6)
+    }
+
     @Test func snapshotsReplaceRecordsAndKeepPendingEdits() throws {
         let store = try seededStore()
         let player = try edit(store) { tx in

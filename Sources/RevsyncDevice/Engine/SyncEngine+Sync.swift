@@ -251,8 +251,11 @@ extension SyncEngine {
                 case .shrinkBatch:
                     limit = max(1, request.changeSets.count / 2)
                 case .fail:
-                    if case .tooLarge = error, let seq = request.changeSets.first?.seq { throw DeviceError.changeSetTooLarge(seq: seq) }
-                    throw error
+                    guard case .tooLarge(let message) = error, probing == nil, request.changeSets.count == 1,
+                        let seq = request.changeSets.first?.seq
+                    else { throw error }
+                    try await dropUndeliverable(seq: seq, serverMessage: message, token: token, report: &report)
+                    limit = max(1, configuration.maxChangeSetsPerRequest)
                 }
                 continue
             }
@@ -293,7 +296,7 @@ extension SyncEngine {
         if outcome.needsResync {
             // Conflicts are delivered once the snapshot has undone the rejected edits;
             // if it fails they are stored anyway, and the next round loads it first.
-            defer { publishConflicts(outcome) }
+            defer { publishConflicts(outcome.conflicts) }
             let seqs = outcome.conflicts.filter(\.resync).compactMap(\.seq)
             logger.info("the server's repair was too large to send; loading a snapshot", metadata: ["seqs": "\(seqs)"])
             var loaded = outcome.maxRevision
@@ -301,9 +304,32 @@ extension SyncEngine {
             report.bootstrapped = true
             report.maxRevision = max(report.maxRevision, loaded)
         } else {
-            publishConflicts(outcome)
+            publishConflicts(outcome.conflicts)
         }
         return outcome
+    }
+
+    /// A change set the server refuses as too large even alone (`UndeliverableChangeSet`):
+    /// dropped with a notification, and the records reloaded from a snapshot, which undoes its
+    /// edits; the notification is delivered once they are (or stored anyway if loading fails:
+    /// the next round loads the snapshot first).
+    func dropUndeliverable(seq: Int64, serverMessage: String, token: String, report: inout SyncReport) async throws {
+        let layout = try requireLayout()
+        let conflicts = try await database.writer.write { db in
+            let store = SQLiteRecordStore(db, layout: layout)
+            guard let conflict = try UndeliverableChangeSet.drop(seq: seq, from: store, serverMessage: serverMessage) else { return [ConflictNotification]() }
+            return try store.saveConflicts([conflict])
+        }
+        guard !conflicts.isEmpty else { return }
+        logger.error("the server refuses a change set as too large even alone; dropped it and loading a snapshot", metadata: [
+            "seq": "\(seq)", "message": "\(serverMessage)",
+        ])
+        report.conflicts += conflicts
+        defer { publishConflicts(conflicts) }
+        var loaded: Int64 = 0
+        try await retrying(&report) { loaded = try await self.bootstrapLocked(token: token) }
+        report.bootstrapped = true
+        report.maxRevision = max(report.maxRevision, loaded)
     }
 
     /// Applies the response to `request` in one SQLite transaction, first installing a
@@ -330,8 +356,8 @@ extension SyncEngine {
         }
     }
 
-    func publishConflicts(_ outcome: SyncOutcome) {
-        for conflict in outcome.conflicts {
+    func publishConflicts(_ conflicts: [ConflictNotification]) {
+        for conflict in conflicts {
             logger.info("change set rejected", metadata: ["seq": "\(conflict.seq ?? 0)", "code": "\(conflict.reason.code.rawValue)"])
             conflictBroadcaster.publish(conflict)
         }

@@ -22,8 +22,6 @@ public enum DeviceError: Error, Sendable, Hashable, CustomStringConvertible {
     case restricted(entity: String, id: Int64, referencedBy: RecordKey, attribute: String)
     /// An edit the engine cannot express as one valid change set.
     case unsupportedEdit(String)
-    /// The server refuses this one change set as too large even when sent alone.
-    case changeSetTooLarge(seq: Int64)
     /// A transaction made more creates, updates and deletes than one change set may
     /// hold (`SyncEngineConfiguration.maxOperationsPerChangeSet`); nothing of it is kept.
     case tooManyOperations(count: Int, limit: Int)
@@ -53,7 +51,6 @@ public enum DeviceError: Error, Sendable, Hashable, CustomStringConvertible {
         case .restricted(let entity, let id, let child, let attribute):
             "\(entity) \(id) cannot be deleted: \(child) references it through \"\(attribute)\" (on delete restrict)"
         case .unsupportedEdit(let message): message
-        case .changeSetTooLarge(let seq): "change set \(seq) is too large for the server even on its own"
         case .tooManyOperations(let count, let limit):
             "the transaction makes \(count) creates, updates and deletes; one change set may hold \(limit): split the work into several transactions"
         case .changeSetTooManyBytes(let bytes, let limit):

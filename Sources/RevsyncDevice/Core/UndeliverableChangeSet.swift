@@ -1,0 +1,38 @@
+import RevsyncWire
+
+/// A pending change set the server refuses as too large (`413 too_large`) even when it is
+/// sent alone: no request can ever carry it, and every change set after it would wait behind
+/// it for good. It leaves the outbox as one the server rejected with `"resync": true` does
+/// (`ResponseApplier`): a notification that carries it, and the records reloaded from a
+/// snapshot, which undoes its local edits while the later pending change sets are replayed
+/// on top.
+public enum UndeliverableChangeSet {
+    /// Removes change set `seq` from the outbox, gives the ones after it the seqs from `seq` on
+    /// (the server never handled it: it refused the request before reading any seq, and would
+    /// answer the hole `sequence_gap`), and marks the records for a snapshot. One transaction
+    /// of the caller's.
+    /// - Returns: the notification to store, and to deliver once the snapshot is loaded; nil
+    ///   when `seq` is no longer pending.
+    public static func drop(seq: Int64, from store: any RecordStore, serverMessage: String) throws -> ConflictNotification? {
+        guard let changeSet = try store.outbox().first(where: { $0.seq == seq }) else { return nil }
+        try store.removeFromOutbox(seq: seq)
+        var meta = try store.meta()
+        // At or below `committedThrough` the server has handled it (its limits were lowered
+        // since), and the later ones keep their seqs.
+        if seq > meta.committedThrough {
+            try OutboxRenumbering.renumber(store, from: seq)
+            meta = try store.meta()
+            // `renumber` leaves the counters alone when nothing came after the dropped one.
+            let after = try store.outbox().filter { ($0.seq ?? 0) >= seq }.count
+            meta.nextSeq = seq + Int64(after)
+        }
+        meta.needsResync = true
+        try store.setMeta(meta)
+        let reason = ConflictReason(
+            code: .invalid, entity: nil, id: nil,
+            message: "the server refuses this change set as too large even on its own (413: \(serverMessage)); "
+                + "it was dropped and the records reloaded: keep SyncEngineConfiguration.maxChangeSetBytes "
+                + "and maxOperationsPerChangeSet at most the server's request limits")
+        return ConflictNotification(seq: seq, reason: reason, rejected: changeSet, restored: [:], dropped: [:], resync: true)
+    }
+}
