@@ -74,6 +74,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                // Snapshot files read one chunk at a time (FileBody), as Hummingbird's FileIO reads them.
+                .product(name: "_NIOFileSystem", package: "swift-nio"),
             ],
             resources: [.copy("Resources/openapi.json")],
             swiftSettings: swiftSettings

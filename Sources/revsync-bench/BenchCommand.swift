@@ -31,6 +31,8 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(parsing: .upToNextOption, help: "With --snapshot: the dataset sizes, in records, each on a fresh database and server.")
     var snapshotSizes = [100_000, 1_000_000]
     @Option(help: "With --snapshot: seconds any one step may take (the build, an answer, a device's bootstrap).") var snapshotStepSeconds = 600
+    @Option(help: "With --snapshot: clients that stop reading each kind of snapshot after its first bytes, at the first size (0 skips them).")
+    var snapshotSlowReaders = 50
     @Option(help: "With --push or --snapshot: the `revsync` executable to run (default: the one beside revsync-bench).") var server: String?
     @Option(help: "Where to write the JSON report.") var output = "reports/bench.json"
     @Option(help: "PostgreSQL server URL (a database named revsync_bench is created there).")
@@ -53,6 +55,7 @@ struct BenchCommand: AsyncParsableCommand {
         }
         guard !snapshotSizes.isEmpty, snapshotSizes.allSatisfy({ $0 >= 100 }) else { throw ValidationError("--snapshot-sizes must each be 100 or more") }
         guard snapshotStepSeconds >= 1 else { throw ValidationError("--snapshot-step-seconds must be 1 or more") }
+        guard (0...1000).contains(snapshotSlowReaders) else { throw ValidationError("--snapshot-slow-readers must be 0 to 1000") }
     }
 
     func run() async throws {
@@ -70,7 +73,8 @@ struct BenchCommand: AsyncParsableCommand {
         }
         if snapshot {
             let options = SnapshotBench.Options(
-                sizes: snapshotSizes, server: server ?? Self.sibling("revsync"), stepTimeout: .seconds(snapshotStepSeconds))
+                sizes: snapshotSizes, slowReaders: snapshotSlowReaders, server: server ?? Self.sibling("revsync"),
+                stepTimeout: .seconds(snapshotStepSeconds))
             let report = try await SnapshotBench(serverURL: databaseURL, options: options, logger: logger).run()
             print(report.table())
             try report.write(to: output)

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import Logging
+import NIOPosix
 import RevsyncHarness
 import RevsyncRules
 import RevsyncServer
@@ -17,9 +18,16 @@ import RevsyncServer
 /// 4. A new device bootstrapping from each, each in a process of its own
 ///    (``DeviceBootstrapProcess``), the SQLite one once the file is built, so that it measures
 ///    the device and not the build.
+/// 5. At the first size, on a fresh server of the same database (which adopts the file built
+///    in 2): clients that stop reading after the first bytes of an answer
+///    (``SlowSnapshotReaders``), the SQLite file's and then the JSON snapshot's, and the
+///    server's resident size before, while they hold their connections, and once they closed;
+///    each kind after a first round of the same clients, closed at once.
 struct SnapshotBench {
     struct Options {
         var sizes = [100_000, 1_000_000]
+        /// Clients of step 5 for each kind, each its own device; 0 skips the step.
+        var slowReaders = 50
         var server = ""
         /// How long any one step may wait: the server's build, an answer, a device's bootstrap.
         var stepTimeout: Duration = .seconds(600)
@@ -93,14 +101,60 @@ struct SnapshotBench {
             "REVSYNC_SNAPSHOT_DIR": files.snapshots,
         ]
         let server = try ServerProcess(executable: options.server, port: try FreePort.kernelChosenPort(), environment: environment, logPath: files.serverLog)
+        var figures: SnapshotSizeFigures
         do {
-            let figures = try await measure(server: server, seed: seed, seedSeconds: seedSeconds, http: http, files: files)
+            figures = try await measure(server: server, seed: seed, seedSeconds: seedSeconds, http: http, files: files)
             await server.stop()
-            return figures
         } catch {
             await server.stop()
             throw error
         }
+        guard options.slowReaders > 0, records == options.sizes.first else { return figures }
+        let fresh = try ServerProcess(executable: options.server, port: try FreePort.kernelChosenPort(), environment: environment, logPath: files.serverLog)
+        do {
+            figures.slowReaders = try await measureSlowReaders(server: fresh, http: http, label: label)
+            await fresh.stop()
+        } catch {
+            await fresh.stop()
+            throw error
+        }
+        return figures
+    }
+
+    /// Step 5: what clients that stop reading make the server hold.
+    private func measureSlowReaders(server: ServerProcess, http: HTTPClient, label: String) async throws -> SlowReaderFigures {
+        try await server.waitUntilReady(http: http, timeout: options.stepTimeout)
+        let client = BenchClient(http: http, port: server.port)
+        let count = options.slowReaders
+        var tokens: [String] = []
+        for index in 0..<(2 * count) {
+            // A device each: the server lets one device have only a few snapshots under way.
+            tokens.append(try await client.register("slow-reader-\(index)", role: "viewer", adminToken: Bench.adminToken))
+        }
+        // Settling after each step: the server's writes fill the kernel's buffers and then wait.
+        let settle = Duration.seconds(2)
+        func held(_ kind: SnapshotAnswer.Kind, tokens: ArraySlice<String>) async throws -> SlowReaderFigures.Kind {
+            print("\(label): \(count) clients stop reading the \(kind.rawValue) snapshot after its first \(SlowSnapshotReaders.firstBytes) bytes, twice …")
+            // Once to warm up: the first answers leave memory behind that is not the readers'
+            // (the JSON spools' writes, the allocator's arenas), which the second ones reuse.
+            let warmUp = try await SlowSnapshotReaders.open(port: server.port, tokens: Array(tokens), kind: kind, group: MultiThreadedEventLoopGroup.singleton)
+            await warmUp.close()
+            try await Task.sleep(for: settle)
+            let before = try ProcessReadings.residentBytes(server.pid)
+            let readers = try await SlowSnapshotReaders.open(port: server.port, tokens: Array(tokens), kind: kind, group: MultiThreadedEventLoopGroup.singleton)
+            try await Task.sleep(for: settle)
+            try server.checkRunning()
+            let holding = try ProcessReadings.residentBytes(server.pid)
+            await readers.close()
+            try await Task.sleep(for: settle)
+            let after = try ProcessReadings.residentBytes(server.pid)
+            return SlowReaderFigures.Kind(readers: readers.count, residentBefore: before, residentHolding: holding, residentAfter: after)
+        }
+        // The file first: sending it allocates nothing but the chunks, while the JSON spool's
+        // write leaves memory of its own behind.
+        let sqlite = try await held(.sqlite, tokens: tokens[0..<count])
+        let json = try await held(.json, tokens: tokens[count...])
+        return SlowReaderFigures(sqlite: sqlite, json: json)
     }
 
     private func measure(server: ServerProcess, seed: SnapshotSeed, seedSeconds: Double, http: HTTPClient, files: SizeFiles) async throws -> SnapshotSizeFigures {

@@ -12,7 +12,9 @@ import RevsyncWire
 /// `GET /snapshot` answers with the SQLite snapshot file when the request accepts
 /// `application/vnd.sqlite3` (see `SnapshotFiles`), and with the JSON snapshot
 /// otherwise. Both are sent from files, so a slow client holds no database connection.
-struct DatasetController<Context: RequestContext>: Sendable {
+struct DatasetController: Sendable {
+    typealias Context = RevsyncRequestContext
+
     static var sqliteType: String { "application/vnd.sqlite3" }
 
     let authenticator: Authenticator
@@ -94,9 +96,9 @@ struct DatasetController<Context: RequestContext>: Sendable {
         }
         let file: ResponseBody
         do {
-            file = try await FileIO().loadFile(path: spooled.path, context: context)
-        } catch let error as HTTPError where error.status == .notFound {
-            // Hummingbird answers a missing file 404: the spool's directory went (shutdown, or re-made) under the request.
+            file = try await FileBody.load(path: spooled.path, channel: context.channel)
+        } catch is FileBody.Missing {
+            // The spool's directory went (shutdown, or re-made) under the request.
             throw SyncError.unavailable("the JSON snapshot's spool file was removed as it was opened: retry")
         }
         // The body holds the spool file and the device's place: the file is removed and the
@@ -151,12 +153,11 @@ struct DatasetController<Context: RequestContext>: Sendable {
         // A resumed download names the bytes it has; If-Range makes sure they are this file's.
         var range = ranges ? ByteRange.parse(request.headers[.range], size: size) : .whole
         if let ifRange = request.headers[.ifRange], ifRange != etag { range = .whole }
-        // A file removed between `files.file()` and here: Hummingbird answers a missing file 404.
+        // A file removed between `files.file()` and here.
         func load(_ range: ClosedRange<Int>? = nil) async throws -> ResponseBody {
             do {
-                if let range { return try await FileIO().loadFile(path: path, range: range, context: context) }
-                return try await FileIO().loadFile(path: path, context: context)
-            } catch let error as HTTPError where error.status == .notFound {
+                return try await FileBody.load(path: path, range: range, channel: context.channel)
+            } catch is FileBody.Missing {
                 throw SyncError.unavailable("the snapshot file was removed from its directory as it was opened: retry")
             }
         }
