@@ -19,28 +19,41 @@ struct SlowSnapshotReaders {
     var count: Int { channels.count }
 
     /// One reader per token, each on a connection of its own; returns once every one has read
-    /// its first bytes and stopped. Throws when an answer is not `200`.
-    static func open(port: Int, tokens: [String], kind: SnapshotAnswer.Kind, group: any EventLoopGroup) async throws -> SlowSnapshotReaders {
+    /// its first bytes and stopped. Throws when an answer is not `200`, or when one reader waits
+    /// longer than `timeout` for its first bytes.
+    static func open(
+        port: Int, tokens: [String], kind: SnapshotAnswer.Kind, timeout: Duration, group: any EventLoopGroup
+    ) async throws -> SlowSnapshotReaders {
         var channels: [any Channel] = []
         do {
             for token in tokens {
                 let started = group.any().makePromise(of: Void.self)
-                let channel = try await ClientBootstrap(group: group)
-                    .connectTimeout(.seconds(10))
-                    .channelOption(.autoRead, value: false)
-                    .channelOption(.socketOption(.so_rcvbuf), value: SocketOptionValue(receiveBuffer))
-                    .channelInitializer { channel in
-                        channel.eventLoop.makeCompletedFuture {
-                            try channel.pipeline.syncOperations.addHandler(FirstBytesHandler(wanted: firstBytes, started: started))
+                let channel: any Channel
+                do {
+                    channel = try await ClientBootstrap(group: group)
+                        .connectTimeout(.seconds(10))
+                        .channelOption(.autoRead, value: false)
+                        .channelOption(.socketOption(.so_rcvbuf), value: SocketOptionValue(receiveBuffer))
+                        .channelInitializer { channel in
+                            channel.eventLoop.makeCompletedFuture {
+                                try channel.pipeline.syncOperations.addHandler(FirstBytesHandler(wanted: firstBytes, started: started))
+                            }
                         }
-                    }
-                    .connect(host: "127.0.0.1", port: port).get()
+                        .connect(host: "127.0.0.1", port: port).get()
+                } catch {
+                    started.fail(error)
+                    throw error
+                }
                 channels.append(channel)
                 var head = "GET /snapshot HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nAuthorization: Bearer \(token)\r\n"
                 if kind == .sqlite { head += "Accept: \(SnapshotAnswer.Kind.sqliteType)\r\n" }
                 head += "\r\n"
                 try await channel.writeAndFlush(ByteBuffer(string: head))
                 channel.read()
+                let late = channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000)) {
+                    started.fail(BenchError("a slow snapshot reader had no answer within \(timeout)"))
+                }
+                defer { late.cancel() }
                 try await started.futureResult.get()
             }
         } catch {
@@ -55,8 +68,8 @@ struct SlowSnapshotReaders {
     }
 }
 
-/// Reads until `wanted` bytes have come, checks that they begin a `200` answer, and then
-/// reads no more.
+/// Checks that the answer's status line says `200` as soon as it has come (an error answer
+/// is shorter than `wanted`), reads until `wanted` bytes have come, and then reads no more.
 private final class FirstBytesHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
 
@@ -77,17 +90,20 @@ private final class FirstBytesHandler: ChannelInboundHandler {
 
     func channelReadComplete(context: ChannelHandlerContext) {
         guard !done else { return }
+        let text = String(buffer: received.getSlice(at: received.readerIndex, length: min(received.readableBytes, 200)) ?? ByteBuffer())
+        if let line = text.split(separator: "\r\n", maxSplits: 1, omittingEmptySubsequences: false).first, text.contains("\r\n"),
+            !line.hasPrefix("HTTP/1.1 200")
+        {
+            done = true
+            started.fail(BenchError("a slow snapshot reader was answered: \(line)"))
+            return
+        }
         if received.readableBytes < wanted {
             context.read()
             return
         }
         done = true
-        let head = String(buffer: received.getSlice(at: received.readerIndex, length: min(received.readableBytes, 200)) ?? ByteBuffer())
-        if head.hasPrefix("HTTP/1.1 200") {
-            started.succeed(())
-        } else {
-            started.fail(BenchError("a slow snapshot reader was answered: \(head.prefix { $0 != "\r" })"))
-        }
+        started.succeed(())
     }
 
     func channelInactive(context: ChannelHandlerContext) {

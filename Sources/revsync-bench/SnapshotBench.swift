@@ -21,8 +21,8 @@ import RevsyncServer
 /// 5. At the first size, on a fresh server of the same database (which adopts the file built
 ///    in 2): clients that stop reading after the first bytes of an answer
 ///    (``SlowSnapshotReaders``), the SQLite file's and then the JSON snapshot's, and the
-///    server's resident size before, while they hold their connections, and once they closed;
-///    each kind after a first round of the same clients, closed at once.
+///    server's resident size before, while they hold their connections, and once they closed,
+///    in two rounds of the same clients (see `SlowReaderFigures.Kind`).
 struct SnapshotBench {
     struct Options {
         var sizes = [100_000, 1_000_000]
@@ -135,20 +135,31 @@ struct SnapshotBench {
         let settle = Duration.seconds(2)
         func held(_ kind: SnapshotAnswer.Kind, tokens: ArraySlice<String>) async throws -> SlowReaderFigures.Kind {
             print("\(label): \(count) clients stop reading the \(kind.rawValue) snapshot after its first \(SlowSnapshotReaders.firstBytes) bytes, twice …")
-            // Once to warm up: the first answers leave memory behind that is not the readers'
-            // (the JSON spools' writes, the allocator's arenas), which the second ones reuse.
-            let warmUp = try await SlowSnapshotReaders.open(port: server.port, tokens: Array(tokens), kind: kind, group: MultiThreadedEventLoopGroup.singleton)
-            await warmUp.close()
-            try await Task.sleep(for: settle)
-            let before = try ProcessReadings.residentBytes(server.pid)
-            let readers = try await SlowSnapshotReaders.open(port: server.port, tokens: Array(tokens), kind: kind, group: MultiThreadedEventLoopGroup.singleton)
-            try await Task.sleep(for: settle)
-            try server.checkRunning()
-            let holding = try ProcessReadings.residentBytes(server.pid)
-            await readers.close()
-            try await Task.sleep(for: settle)
-            let after = try ProcessReadings.residentBytes(server.pid)
-            return SlowReaderFigures.Kind(readers: readers.count, residentBefore: before, residentHolding: holding, residentAfter: after)
+            // Twice: the first round's figure counts what its answers leave behind besides the
+            // readers (the JSON spools' writes, the allocator's arenas growing), the second's
+            // reuses that memory and may count less than the readers hold.
+            func round() async throws -> (before: Int, holding: Int) {
+                let before = try ProcessReadings.residentBytes(server.pid)
+                let readers = try await SlowSnapshotReaders.open(
+                    port: server.port, tokens: Array(tokens), kind: kind, timeout: options.stepTimeout, group: MultiThreadedEventLoopGroup.singleton)
+                let holding: Int
+                do {
+                    try await Task.sleep(for: settle)
+                    try server.checkRunning()
+                    holding = try ProcessReadings.residentBytes(server.pid)
+                } catch {
+                    await readers.close()
+                    throw error
+                }
+                await readers.close()
+                try await Task.sleep(for: settle)
+                return (before, holding)
+            }
+            let first = try await round()
+            let second = try await round()
+            return SlowReaderFigures.Kind(
+                readers: tokens.count, firstBefore: first.before, firstHolding: first.holding,
+                secondBefore: second.before, secondHolding: second.holding, after: try ProcessReadings.residentBytes(server.pid))
         }
         // The file first: sending it allocates nothing but the chunks, while the JSON spool's
         // write leaves memory of its own behind.

@@ -139,4 +139,21 @@ struct OperationLimitTests {
         try await device.close()
         #expect(await conflicts.reduce(into: []) { $0.append($1.seq) } == [2])
     }
+
+    /// A 413 that is not the server's own answer (a proxy's limit) drops nothing: the proxy is
+    /// what to mend, and the change set stays pending.
+    @Test func aProxysTooLargeForALoneChangeSetIsThrownAndDropsNothing() async throws {
+        let harness = try await EngineHarness()
+        let transport = FaultInjectingTransport(wrapping: harness.server)
+        let device = try await harness.device("a", transport: transport)
+        try await device.syncOnce()
+        try await device.transaction { tx in try tx.update("teams", id: harness.teamId, ["city": "York"]) }
+        await transport.inject(.failBeforeSending(.tooLarge(message: "<html>413</html>", byServer: false)))
+        let error = await #expect(throws: SyncTransportError.self) { try await device.syncOnce() }
+        #expect(error == .tooLarge(message: "<html>413</html>", byServer: false))
+        #expect(try await device.pendingChangeSets().map(\.seq) == [1])
+        #expect(try await device.storedConflicts().isEmpty)
+        #expect(try await device.syncOnce().acknowledged == [1], "sent once the proxy lets it through")
+        try await harness.expectConverged(device)
+    }
 }

@@ -59,6 +59,7 @@ struct SmallRulesTests {
         #expect(map(410, #"{"error":"snapshot_required","message":"m"}"#) == .snapshotRequired(message: "m"))
         #expect(map(401, #"{"error":"unauthorized","message":"m"}"#) == .unauthorized(message: "m"))
         #expect(map(413, #"{"error":"too_large","message":"m"}"#) == .tooLarge(message: "m"))
+        #expect(map(413, "<html>Request Entity Too Large</html>") == .tooLarge(message: "<html>Request Entity Too Large</html>", byServer: false))
         #expect(map(415, #"{"error":"unsupported_encoding","message":"m"}"#) == .unsupportedEncoding(message: "m"))
         #expect(map(503, #"{"error":"unavailable","message":"m"}"#, retryAfter: "3") == .unavailable(retryAfter: .seconds(3), message: "m"))
         #expect(map(400, #"{"error":"invalid_json","message":"m"}"#) == .rejected(status: 400, code: "invalid_json", message: "m"))
@@ -95,7 +96,8 @@ struct SmallRulesTests {
         let store = try seededStore()
         try store.setMeta(DeviceMeta(maxRevision: 3, nextSeq: 4, nextTemporaryId: -1, bootstrapped: true))
         for city in ["A", "B", "C"] { try edit(store) { tx in try tx.update("teams", id: 10, ["city": .string(city)]) } }
-        let conflict = try #require(try UndeliverableChangeSet.drop(seq: 5, from: store, serverMessage: "the body is over 1 MiB"))
+        let conflict = try #require(
+            try UndeliverableChangeSet.drop(seq: 5, from: store, serverMessage: "the body is over 1 MiB", serverHandledThrough: 3))
         #expect(conflict.seq == 5)
         #expect(conflict.resync)
         #expect(conflict.reason.code == .invalid)
@@ -105,21 +107,31 @@ struct SmallRulesTests {
         #expect(try store.outbox().last?.entities["teams"]?.attributes[10]?["city"] == "C")
         #expect(try store.meta().nextSeq == 6)
         #expect(try store.meta().needsResync)
-        #expect(try UndeliverableChangeSet.drop(seq: 9, from: store, serverMessage: "") == nil, "no longer pending")
+        #expect(try UndeliverableChangeSet.drop(seq: 9, from: store, serverMessage: "", serverHandledThrough: 3) == nil, "no longer pending")
 
         // The last one pending: the next new change set takes its seq.
-        _ = try UndeliverableChangeSet.drop(seq: 5, from: store, serverMessage: "")
+        _ = try UndeliverableChangeSet.drop(seq: 5, from: store, serverMessage: "", serverHandledThrough: 3)
         #expect(try store.outbox().map(\.seq) == [4])
         #expect(try store.meta().nextSeq == 5)
+    }
 
-        // One the server has handled (at or below `committedThrough`): the others keep their seqs.
-        try edit(store) { tx in try tx.update("teams", id: 10, ["city": "D"]) }
+    /// A seq the server has handled is never given to another change set: a retry among the
+    /// later ones would look like a different change set.
+    @Test func anUndeliverableChangeSetTheServerMayHaveHandledLeavesTheOthersTheirSeqs() throws {
+        let store = try seededStore()
+        try store.setMeta(DeviceMeta(maxRevision: 3, nextSeq: 4, nextTemporaryId: -1, bootstrapped: true))
+        for city in ["A", "B", "C", "D"] { try edit(store) { tx in try tx.update("teams", id: 10, ["city": .string(city)]) } }
+        _ = try UndeliverableChangeSet.drop(seq: 4, from: store, serverMessage: "", serverHandledThrough: 5)
+        #expect(try store.outbox().map(\.seq) == [5, 6, 7], "at or below the server's last seq")
         var meta = try store.meta()
-        meta.committedThrough = 4
+        meta.committedThrough = 5
         try store.setMeta(meta)
-        _ = try UndeliverableChangeSet.drop(seq: 4, from: store, serverMessage: "")
-        #expect(try store.outbox().map(\.seq) == [5])
-        #expect(try store.meta().nextSeq == 6)
+        _ = try UndeliverableChangeSet.drop(seq: 5, from: store, serverMessage: "", serverHandledThrough: 3)
+        #expect(try store.outbox().map(\.seq) == [6, 7], "at or below the records' committedThrough")
+        _ = try UndeliverableChangeSet.drop(seq: 6, from: store, serverMessage: "", serverHandledThrough: nil)
+        #expect(try store.outbox().map(\.seq) == [7], "the server's last seq not known: its sequence_gap says where to")
+        #expect(try store.meta().nextSeq == 8)
+        #expect(try store.meta().needsResync)
     }
 
     @Test func snapshotsReplaceRecordsAndKeepPendingEdits() throws {

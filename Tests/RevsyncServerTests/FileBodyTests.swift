@@ -34,6 +34,9 @@ struct FileBodyTests {
         defer { file.remove() }
         #expect(try await Self.collect(try await FileBody.load(path: file.path)).bytes.isEmpty)
         await #expect(throws: FileBody.Missing.self) { _ = try await FileBody.load(path: file.path + ".gone") }
+        await #expect(throws: FileBody.Shortened.self, "a range past the file is said before the answer") {
+            _ = try await FileBody.load(path: file.path, range: 0...0)
+        }
     }
 
     /// The body reads a chunk only once the writer has taken the one before: a file cut short

@@ -8,18 +8,22 @@ import RevsyncWire
 /// on top.
 public enum UndeliverableChangeSet {
     /// Removes change set `seq` from the outbox, gives the ones after it the seqs from `seq` on
-    /// (the server never handled it: it refused the request before reading any seq, and would
-    /// answer the hole `sequence_gap`), and marks the records for a snapshot. One transaction
-    /// of the caller's.
+    /// (the server refused the request before reading any seq, and would answer the hole
+    /// `sequence_gap`), and marks the records for a snapshot. One transaction of the caller's.
+    /// - Parameter serverHandledThrough: the last seq the server is known to have handled. A
+    ///   change set at or below it (or `committedThrough`) was handled before the server's
+    ///   limits were lowered, and the later ones keep their seqs: renumbered over handled seqs,
+    ///   a retry would look like another change set. Nil (not known): none is renumbered, and
+    ///   the server's `sequence_gap` says where to.
     /// - Returns: the notification to store, and to deliver once the snapshot is loaded; nil
     ///   when `seq` is no longer pending.
-    public static func drop(seq: Int64, from store: any RecordStore, serverMessage: String) throws -> ConflictNotification? {
+    public static func drop(
+        seq: Int64, from store: any RecordStore, serverMessage: String, serverHandledThrough: Int64?
+    ) throws -> ConflictNotification? {
         guard let changeSet = try store.outbox().first(where: { $0.seq == seq }) else { return nil }
         try store.removeFromOutbox(seq: seq)
         var meta = try store.meta()
-        // At or below `committedThrough` the server has handled it (its limits were lowered
-        // since), and the later ones keep their seqs.
-        if seq > meta.committedThrough {
+        if let handled = serverHandledThrough, seq > max(handled, meta.committedThrough) {
             try OutboxRenumbering.renumber(store, from: seq)
             meta = try store.meta()
             // `renumber` leaves the counters alone when nothing came after the dropped one.

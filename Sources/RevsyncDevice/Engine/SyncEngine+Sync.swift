@@ -44,8 +44,10 @@ extension SyncEngine {
     /// `configuration.wait` (`waitForServerChanges(upTo:)`), so that other
     /// devices' changes arrive as they are committed, or, with a wait of zero,
     /// with a catch-up every `pollInterval`. Transient failures wait and try
-    /// again; errors retrying cannot fix (401, a change set the server refuses
-    /// as malformed or too large) are thrown.
+    /// again; errors retrying cannot fix (401, a request the server refuses as
+    /// malformed, a proxy's 413 for a lone change set) are thrown. A change set the
+    /// server itself refuses as too large even alone is dropped with a notification
+    /// (`UndeliverableChangeSet`).
     public func run() async throws {
         var failures = 0
         var longPollFailures = 0
@@ -158,6 +160,11 @@ extension SyncEngine {
         var search: ReusedSeqSearch?
         var probeRevision: Int64 = 0
         var searches = 0
+        // Change sets the server refused as too large even alone, dropped this round: their
+        // notifications are delivered however the round ends, once the snapshot that undoes
+        // them is loaded when it ends well (one for all of them).
+        var undeliverable: [ConflictNotification] = []
+        defer { publishConflicts(undeliverable) }
         while true {
             try Task.checkCancellation()
             try checkOpen()
@@ -251,10 +258,16 @@ extension SyncEngine {
                 case .shrinkBatch:
                     limit = max(1, request.changeSets.count / 2)
                 case .fail:
-                    guard case .tooLarge(let message) = error, probing == nil, request.changeSets.count == 1,
+                    // A proxy's 413 (`byServer` false) is the proxy's limit to mend, not the change set's.
+                    guard case .tooLarge(let message, true) = error, probing == nil, request.changeSets.count == 1,
                         let seq = request.changeSets.first?.seq
                     else { throw error }
-                    try await dropUndeliverable(seq: seq, serverMessage: message, token: token, report: &report)
+                    // Seqs the server is known to have handled keep their numbers: renumbering
+                    // over them would make a retry look like another change set.
+                    let handledThrough = serverCounters.map { max($0.lastSeq, provenRetriesThrough) }
+                    let dropped = try await dropUndeliverable(seq: seq, serverMessage: message, serverHandledThrough: handledThrough)
+                    undeliverable += dropped
+                    report.conflicts += dropped
                     limit = max(1, configuration.maxChangeSetsPerRequest)
                 }
                 continue
@@ -274,7 +287,18 @@ extension SyncEngine {
             let unanswered = pending.filter(sent.contains)
             guard unanswered.isEmpty else { throw DeviceError.unansweredChangeSets(unanswered) }
             // Edits made while the request was in flight, or the rest of a batch.
-            if pending.isEmpty { return report }
+            if pending.isEmpty {
+                if !undeliverable.isEmpty {
+                    logger.info("dropped change sets the server refuses as too large; loading a snapshot", metadata: [
+                        "seqs": "\(undeliverable.compactMap(\.seq))",
+                    ])
+                    var loaded: Int64 = 0
+                    try await retrying(&report) { loaded = try await self.bootstrapLocked(token: token) }
+                    report.bootstrapped = true
+                    report.maxRevision = max(report.maxRevision, loaded)
+                }
+                return report
+            }
         }
     }
 
@@ -310,26 +334,21 @@ extension SyncEngine {
     }
 
     /// A change set the server refuses as too large even alone (`UndeliverableChangeSet`):
-    /// dropped with a notification, and the records reloaded from a snapshot, which undoes its
-    /// edits; the notification is delivered once they are (or stored anyway if loading fails:
-    /// the next round loads the snapshot first).
-    func dropUndeliverable(seq: Int64, serverMessage: String, token: String, report: inout SyncReport) async throws {
+    /// dropped, its notification stored, and the records marked for a snapshot (which the
+    /// round loads before it ends well, or the next round first).
+    /// - Returns: the stored notification, none when the change set is no longer pending.
+    func dropUndeliverable(seq: Int64, serverMessage: String, serverHandledThrough: Int64?) async throws -> [ConflictNotification] {
         let layout = try requireLayout()
         let conflicts = try await database.writer.write { db in
             let store = SQLiteRecordStore(db, layout: layout)
-            guard let conflict = try UndeliverableChangeSet.drop(seq: seq, from: store, serverMessage: serverMessage) else { return [ConflictNotification]() }
+            guard let conflict = try UndeliverableChangeSet.drop(seq: seq, from: store, serverMessage: serverMessage, serverHandledThrough: serverHandledThrough)
+            else { return [ConflictNotification]() }
             return try store.saveConflicts([conflict])
         }
-        guard !conflicts.isEmpty else { return }
-        logger.error("the server refuses a change set as too large even alone; dropped it and loading a snapshot", metadata: [
-            "seq": "\(seq)", "message": "\(serverMessage)",
-        ])
-        report.conflicts += conflicts
-        defer { publishConflicts(conflicts) }
-        var loaded: Int64 = 0
-        try await retrying(&report) { loaded = try await self.bootstrapLocked(token: token) }
-        report.bootstrapped = true
-        report.maxRevision = max(report.maxRevision, loaded)
+        if !conflicts.isEmpty {
+            logger.error("the server refuses a change set as too large even alone; dropped it", metadata: ["seq": "\(seq)", "message": "\(serverMessage)"])
+        }
+        return conflicts
     }
 
     /// Applies the response to `request` in one SQLite transaction, first installing a

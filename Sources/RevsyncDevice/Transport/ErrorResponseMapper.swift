@@ -27,8 +27,11 @@ enum ErrorResponseMapper {
             return .historyChanged(message: message)
         case (410, _), (_, .snapshotRequired?):
             return .snapshotRequired(message: message)
-        case (413, _), (_, .tooLarge?):
+        case (_, .tooLarge?):
             return .tooLarge(message: message)
+        case (413, _):
+            // A proxy's limit, in its own words (an HTML page, say).
+            return .tooLarge(message: message, byServer: false)
         case (415, _), (_, .unsupportedEncoding?):
             return .unsupportedEncoding(message: message)
         case (503, _), (_, .unavailable?):

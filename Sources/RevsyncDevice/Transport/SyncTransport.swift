@@ -104,8 +104,10 @@ public enum SyncTransportError: Error, Sendable, Hashable, CustomStringConvertib
     case historyChanged(message: String)
     /// 410 `snapshot_required`: the device is behind the retained log: bootstrap again.
     case snapshotRequired(message: String)
-    /// 413 `too_large`: send fewer change sets.
-    case tooLarge(message: String)
+    /// 413 `too_large`: send fewer change sets. `byServer` is false for a 413 without the
+    /// server's own `too_large` body (a proxy's limit): a lone change set refused that way is
+    /// not the change set's fault, and is not dropped (`UndeliverableChangeSet`).
+    case tooLarge(message: String, byServer: Bool = true)
     /// 415 `unsupported_encoding`.
     case unsupportedEncoding(message: String)
     /// 503 `unavailable`, with the server's Retry-After when it gave one.
@@ -143,7 +145,7 @@ public enum SyncTransportError: Error, Sendable, Hashable, CustomStringConvertib
         case .revisionAhead(let message): "409 revision_ahead: \(message)"
         case .historyChanged(let message): "409 history_changed: \(message)"
         case .snapshotRequired(let message): "410 snapshot_required: \(message)"
-        case .tooLarge(let message): "413 too_large: \(message)"
+        case .tooLarge(let message, let byServer): "413 \(byServer ? "too_large" : "(not the server's own answer)"): \(message)"
         case .unsupportedEncoding(let message): "415 unsupported_encoding: \(message)"
         case .unavailable(_, let message): "503 unavailable: \(message)"
         case .rejected(let status, let code, let message): "\(status) \(code): \(message)"

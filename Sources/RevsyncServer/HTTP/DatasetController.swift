@@ -100,6 +100,8 @@ struct DatasetController: Sendable {
         } catch is FileBody.Missing {
             // The spool's directory went (shutdown, or re-made) under the request.
             throw SyncError.unavailable("the JSON snapshot's spool file was removed as it was opened: retry")
+        } catch {
+            throw Self.answer(error, writing: "the JSON snapshot's spool file could not be read")
         }
         // The body holds the spool file and the device's place: the file is removed and the
         // place given back when the body goes, sent or not.
@@ -159,6 +161,10 @@ struct DatasetController: Sendable {
                 return try await FileBody.load(path: path, range: range, channel: context.channel)
             } catch is FileBody.Missing {
                 throw SyncError.unavailable("the snapshot file was removed from its directory as it was opened: retry")
+            } catch is FileBody.Shortened {
+                throw SyncError.unavailable("the snapshot file changed as it was opened: retry")
+            } catch {
+                throw Self.answer(error, writing: "the snapshot file could not be read")
             }
         }
         switch range {

@@ -22,12 +22,16 @@ enum FileBody {
     /// bytes read as they are sent.
     /// - Parameter channel: the connection's: each chunk waits until the one before has reached
     ///   it (see below). Nil in tests without one.
-    /// - Throws: `FileBody.Missing` when there is no file at `path`.
+    /// - Throws: `FileBody.Missing` when there is no file at `path`, `FileBody.Shortened` when
+    ///   `range` ends past it.
     static func load(
         path: String, range: ClosedRange<Int>? = nil, channel: (any Channel)? = nil, chunkLength: Int = chunkLength
     ) async throws -> ResponseBody {
         guard let info = try await FileSystem.shared.info(forFileAt: FilePath(path)) else { throw Missing(path: path) }
         let size = Int(info.size)
+        // A range is of the size the caller was told (a catalog's record of the file): a file
+        // now shorter is said before the answer's head, not by a connection cut after it.
+        if let range, range.upperBound >= size { throw Shortened(path: path, at: Int64(size)) }
         guard size > 0 else { return ResponseBody() }
         let bytes = range ?? 0...(size - 1)
         return ResponseBody(contentLength: bytes.count) { writer in
@@ -48,7 +52,8 @@ enum FileBody {
                     // say so (a client that stopped reading then held 2.3 MB instead of 0.4).
                     // A task on the loop runs after the writes queued before it: past it, the
                     // writer knows, and the next write waits.
-                    if let channel { try await channel.eventLoop.submit {}.get() }
+                    // (A closed channel's loop may be gone: its next write throws instead.)
+                    if let channel, channel.isActive { try await channel.eventLoop.submit {}.get() }
                 }
             }
             try await writer.finish(nil)
