@@ -20,14 +20,16 @@ public enum UndeliverableChangeSet {
     public static func drop(
         seq: Int64, from store: any RecordStore, serverMessage: String, serverHandledThrough: Int64?
     ) throws -> ConflictNotification? {
-        guard let changeSet = try store.outbox().first(where: { $0.seq == seq }) else { return nil }
+        let outbox = try store.outbox()
+        guard let changeSet = outbox.first(where: { $0.seq == seq }) else { return nil }
         try store.removeFromOutbox(seq: seq)
         var meta = try store.meta()
         if let handled = serverHandledThrough, seq > max(handled, meta.committedThrough) {
             try OutboxRenumbering.renumber(store, from: seq)
             meta = try store.meta()
-            // `renumber` leaves the counters alone when nothing came after the dropped one.
-            let after = try store.outbox().filter { ($0.seq ?? 0) >= seq }.count
+            // `renumber` leaves the counters alone when nothing came after the dropped one;
+            // the ones after it now run from `seq` on, one each.
+            let after = outbox.filter { ($0.seq ?? 0) > seq }.count
             meta.nextSeq = seq + Int64(after)
         }
         meta.needsResync = true

@@ -292,10 +292,7 @@ extension SyncEngine {
                     logger.info("dropped change sets the server refuses as too large; loading a snapshot", metadata: [
                         "seqs": "\(undeliverable.compactMap(\.seq))",
                     ])
-                    var loaded: Int64 = 0
-                    try await retrying(&report) { loaded = try await self.bootstrapLocked(token: token) }
-                    report.bootstrapped = true
-                    report.maxRevision = max(report.maxRevision, loaded)
+                    try await loadSnapshotAfterRejections(token: token, report: &report)
                 }
                 return report
             }
@@ -323,14 +320,21 @@ extension SyncEngine {
             defer { publishConflicts(outcome.conflicts) }
             let seqs = outcome.conflicts.filter(\.resync).compactMap(\.seq)
             logger.info("the server's repair was too large to send; loading a snapshot", metadata: ["seqs": "\(seqs)"])
-            var loaded = outcome.maxRevision
-            try await retrying(&report) { loaded = try await self.bootstrapLocked(token: token) }
-            report.bootstrapped = true
-            report.maxRevision = max(report.maxRevision, loaded)
+            try await loadSnapshotAfterRejections(token: token, report: &report)
         } else {
             publishConflicts(outcome.conflicts)
         }
         return outcome
+    }
+
+    /// Reloads the records from a snapshot after change sets left the outbox rejected with
+    /// `"resync": true` or dropped as undeliverable: the snapshot undoes their local edits,
+    /// and the pending change sets are replayed on top.
+    func loadSnapshotAfterRejections(token: String, report: inout SyncReport) async throws {
+        var loaded: Int64 = 0
+        try await retrying(&report) { loaded = try await self.bootstrapLocked(token: token) }
+        report.bootstrapped = true
+        report.maxRevision = max(report.maxRevision, loaded)
     }
 
     /// A change set the server refuses as too large even alone (`UndeliverableChangeSet`):

@@ -25,7 +25,7 @@ enum FileBody {
     /// - Throws: `FileBody.Missing` when there is no file at `path`, `FileBody.Shortened` when
     ///   `range` ends past it.
     static func load(
-        path: String, range: ClosedRange<Int>? = nil, channel: (any Channel)? = nil, chunkLength: Int = chunkLength
+        path: String, range: ClosedRange<Int>? = nil, channel: (any Channel)? = nil
     ) async throws -> ResponseBody {
         guard let info = try await FileSystem.shared.info(forFileAt: FilePath(path)) else { throw Missing(path: path) }
         let size = Int(info.size)
