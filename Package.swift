@@ -225,6 +225,9 @@ let package = Package(
                 "RevsyncLink",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                // TCPRelayTests' raw echo server and clients.
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             path: "Simulator/Tests/RevsyncLinkTests",
             swiftSettings: swiftSettings
@@ -276,6 +279,8 @@ let package = Package(
                 "RevsyncRedis",
                 "RevsyncSnapshotFile",
                 "RevsyncTestSupport",
+                // Its TCPRelay cuts one instance from Redis (DeviceLifecycleTests).
+                "RevsyncLink",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOPosix", package: "swift-nio"),

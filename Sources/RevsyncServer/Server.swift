@@ -66,6 +66,7 @@ public struct Server: Sendable {
         if let url = settings.redisURL {
             var redisConfiguration = try RedisConfiguration(url: url)
             redisConfiguration.connectTimeout = settings.redisConnectTimeout
+            redisConfiguration.commandTimeout = settings.redisCommandTimeout
             let client = try RedisClient(configuration: redisConfiguration, logger: logger)
             let cache = RedisChangeLog(postgres: postgresLog, redis: client, settings: settings, metrics: metrics, logger: logger)
             redis = client

@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import RevsyncLink
 import RevsyncWire
 import Testing
 @testable import RevsyncServer
@@ -110,6 +111,51 @@ import Testing
                 // Nothing was announced: the subscription never lapsed, the count did it.
                 #expect(await other.server.devices.cache.followsChanges)
             }
+        }
+    }
+
+    /// An instance whose Redis goes silent (a partition: nothing arrives, nothing is closed)
+    /// stops trusting its cached devices before any Redis call times out, and a revocation
+    /// made on another instance reaches it from PostgreSQL. Its Redis command timeout here is a
+    /// minute: before the watcher's lease, its cache trusted the silent subscription until the
+    /// counter's read timed out, and the first wait below ended at its bound.
+    @Test func revocationReachesAnInstanceWhoseRedisWentSilent() async throws {
+        try await withTestServer { harness in
+            let redis = try #require(harness.server.settings.redisURL.flatMap { URLComponents(string: $0) })
+            let relay = try await TCPRelay.start(to: try #require(redis.host), port: redis.port ?? 6379)
+            var through = redis
+            through.host = "127.0.0.1"
+            through.port = relay.port
+            let phone = try await harness.register("member", name: "phone")
+            do {
+                try await harness.withSecondInstance(configure: {
+                    $0.redisURL = through.string
+                    $0.redisCommandTimeout = .seconds(60)
+                }) { other in
+                    do {
+                        try await eventually("the second instance follows device changes") { await other.server.devices.cache.followsChanges }
+                        _ = try await other.sync(phone, from: 0)
+                        await relay.cut(.silent)
+                        try await eventually("the cut-off instance stops trusting its cached devices", within: .seconds(15)) {
+                            await !other.server.devices.cache.followsChanges
+                        }
+                        // Past the age a cached device may have then, so that the request below is
+                        // authenticated from PostgreSQL rather than sent on to the silent Redis.
+                        try await Task.sleep(for: .milliseconds(1100))
+                        #expect(try await harness.raw("/devices/\(phone.id)", method: .delete, token: adminToken).0 == .noContent)
+                        #expect(try await other.post(phone, SyncRequest(maxRevision: 0)).0 == .unauthorized)
+                    } catch {
+                        await relay.cut(.reset)
+                        throw error
+                    }
+                    // Closed rather than silent: the instance's Redis calls end now, not in a minute.
+                    await relay.cut(.reset)
+                }
+            } catch {
+                await relay.stop()
+                throw error
+            }
+            await relay.stop()
         }
     }
 

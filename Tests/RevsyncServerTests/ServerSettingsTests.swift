@@ -11,7 +11,8 @@ import Testing
         #expect(settings.redisConnectTimeout == .milliseconds(250))
         #expect(settings.databaseTimeout == .seconds(10))
         #expect(settings.redisURL == "redis://127.0.0.1:63799")
-        #expect(settings.deviceCheckInterval == .seconds(1))
+        #expect(settings.deviceCheckInterval == .milliseconds(500))
+        #expect(settings.redisCommandTimeout == .seconds(2))
     }
 
     @Test func valuesAreReadAndKeptInTheirRange() throws {
@@ -23,6 +24,7 @@ import Testing
             "REVSYNC_LISTEN": "[::1]:9000",
             "REVSYNC_DB_KEEPALIVE_SECONDS": "3",
             "REVSYNC_DEVICE_CHECK_MS": "5000",
+            "REVSYNC_REDIS_COMMAND_TIMEOUT_MS": "30000",
         ])
         #expect(settings.redisConnectTimeout == .seconds(2))
         // Zero would be no wait at all: the least is a second.
@@ -33,6 +35,7 @@ import Testing
         #expect(settings.host == "::1" && settings.port == 9000)
         #expect(settings.databaseKeepAlive == .seconds(3))
         #expect(settings.deviceCheckInterval == .seconds(5))
+        #expect(settings.redisCommandTimeout == .seconds(30))
         #expect(try ServerSettings.fromEnvironment(["REVSYNC_DEVICE_CHECK_MS": "1"]).deviceCheckInterval == .milliseconds(10))
         // A zero connect timeout would mean "block for ever" to the socket: the least is 1 ms.
         #expect(try ServerSettings.fromEnvironment(["REVSYNC_REDIS_CONNECT_TIMEOUT_MS": "0"]).redisConnectTimeout == .milliseconds(1))

@@ -70,7 +70,7 @@ struct RevsyncSimCommand: AsyncParsableCommand {
 
     @Option(help: """
         Faults, comma-separated: server-kill, redis-flush, redis-restart, postgres-restart, postgres-refuses, snapshot-removed, schema-upgrade, \
-        database-restore (server side), \
+        database-restore, redis-partition (server side), \
         device-restore, device-revoke, device-role-downgrade, device-rotate (device side), all or none.
         """)
     var faults = "server-kill,redis-flush"

@@ -131,6 +131,50 @@ import Testing
         #expect(with.count == without.count + 4)
     }
 
+    @Test func partitionsFromRedisTakeTurnsAndLeaveTheOtherFaultsOfASeedAsTheyWere() {
+        let others: Set<FaultKind> = [.serverKill, .redisFlush, .redisRestart]
+        let without = FaultPlan.make(workload: .seconds(1800), faults: others, instances: 3, devices: 50, joining: 5, crashes: 10, seed: 11)
+        let with = FaultPlan.make(
+            workload: .seconds(1800), faults: others.union([.redisPartition]), instances: 3, devices: 50, joining: 5, crashes: 10, seed: 11)
+        #expect(with.filter { $0.kind != .redisPartition } == without)
+        let partitions = with.filter { $0.kind == .redisPartition }
+        #expect(partitions.map(\.at) == [144, 504, 864, 1224, 1584].map { .seconds($0) })
+        #expect(partitions.map(\.cut) == [.silent, .reset, .silent, .reset, .silent])
+        #expect(partitions.allSatisfy { (0..<3).contains($0.target) && $0.duration >= .seconds(15) && $0.duration <= .seconds(25) })
+        #expect(Set(partitions.map(\.target)).count > 1, "the instance cut is drawn")
+        let short = FaultPlan.make(workload: .seconds(60), faults: [.redisPartition], instances: 2, devices: 50, joining: 0, crashes: 0, seed: 11)
+        #expect(short.map(\.at) == [.seconds(24)])
+        #expect(short.first.map { $0.duration <= .seconds(6) } == true, "a tenth of a short run")
+    }
+
+    /// With Redis restarts too in the longer runs: a partition never overlaps one, and the
+    /// revocation's is left out when it would (most seeds still have it).
+    @Test(arguments: [(60, false), (600, true), (1800, true)])
+    func aPartitionCutsTheRevokedDevicesInstanceSilentlyJustBeforeItsRevocation(seconds: Int, restarts: Bool) {
+        var tied = 0
+        for seed: UInt64 in 1...20 {
+            let faults: Set<FaultKind> = restarts ? [.redisPartition, .deviceRevoke, .redisRestart] : [.redisPartition, .deviceRevoke]
+            let plan = FaultPlan.make(
+                workload: .seconds(seconds), faults: faults, instances: 3, devices: 50, joining: 0, crashes: 0, seed: seed)
+            let partitions = plan.filter { $0.kind == .redisPartition }
+            // One at a time: no two partitions overlap, and none a Redis restart.
+            for (a, b) in zip(partitions, partitions.dropFirst()) { #expect(a.at + a.duration <= b.at, "seed \(seed)") }
+            for restart in plan where restart.kind == .redisRestart {
+                #expect(!partitions.contains { $0.at <= restart.at && restart.at <= $0.at + $0.duration }, "seed \(seed)")
+            }
+            guard let revocation = plan.first(where: { $0.kind == .deviceRevoke }),
+                let around = partitions.first(where: { $0.at <= revocation.at && $0.at + $0.duration > revocation.at })
+            else { continue }
+            tied += 1
+            #expect(around.cut == .silent, "seed \(seed)")
+            #expect(around.target == revocation.target % 3, "seed \(seed): the revoked device's own instance")
+            let lead = (revocation.at - around.at).inSeconds
+            #expect(lead >= 3 && lead <= 6, "seed \(seed): cut \(lead) s before the revocation")
+            #expect(around.at + around.duration >= revocation.at + .seconds(4.99), "seed \(seed): still cut well after it")
+        }
+        #expect(tied >= (restarts ? 10 : 20), "\(tied) of 20 seeds cut the revoked device's instance")
+    }
+
     @Test func aLongRunRepeatsDeviceSideFaultsOnOtherDevices() {
         let plan = FaultPlan.make(
             workload: .seconds(1800), faults: Set(FaultKind.deviceSide), instances: 1, devices: 200, joining: 0, crashes: 0, seed: 3)
@@ -159,7 +203,7 @@ import Testing
         #expect(try FaultSelection.parse("all") == Set(FaultKind.switchable))
         #expect(Set(FaultKind.switchable) == [
             .serverKill, .redisFlush, .redisRestart, .postgresRestart, .postgresRefuses, .snapshotRemoved, .schemaUpgrade, .databaseRestore,
-            .deviceRestore, .deviceRevoke, .deviceRoleDowngrade, .deviceRotate,
+            .redisPartition, .deviceRestore, .deviceRevoke, .deviceRoleDowngrade, .deviceRotate,
         ])
         #expect(try FaultSelection.parse("none").isEmpty)
         #expect(try FaultSelection.parse("") .isEmpty)

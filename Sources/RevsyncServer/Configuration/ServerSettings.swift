@@ -59,6 +59,11 @@ public struct ServerSettings: Sendable {
     /// PostgreSQL alone (degraded) and tries again. Short, so that a Redis that is down holds
     /// up no request; a Redis farther away, or a machine loaded to its limit, may need more.
     public var redisConnectTimeout: Duration = .milliseconds(250)
+    /// How long Redis may stay silent while calls wait before they fail and the connection is
+    /// replaced. A Redis cut off without its connections closing (a partition) is known only
+    /// past it; cached devices stop being trusted a second after the last successful read of
+    /// the device-change counter, whatever this is (`DeviceChangeWatcher`).
+    public var redisCommandTimeout: Duration = .seconds(2)
     /// First part of every cache key (the database's instance id follows).
     public var cachePrefix = "revsync"
     /// Most recent change sets kept in the cache.
@@ -76,8 +81,9 @@ public struct ServerSettings: Sendable {
     public var historyCheckInterval: Duration = .seconds(1)
     /// How often the Redis device-change counter is read besides when the subscription that
     /// announces changes (re)starts: a change missed without the subscription noticing takes
-    /// effect within this (`DeviceChangeWatcher`).
-    public var deviceCheckInterval: Duration = .seconds(1)
+    /// effect within this, and each read lets cached devices live until a change is heard
+    /// for one second, or one and a half of it if longer (`DeviceChangeWatcher`).
+    public var deviceCheckInterval: Duration = .milliseconds(500)
     /// Where SQLite snapshot files are built and kept. Nil: a directory of the instance's
     /// own under the system's temporary directory, removed when the server stops.
     /// Instances may share one (they then build one at a time and serve each other's files).
@@ -193,6 +199,7 @@ public struct ServerSettings: Sendable {
         if let n = try milliseconds("REVSYNC_WAIT_RECHECK_MS") { settings.waitRecheckInterval = .milliseconds(max(10, n)) }
         if let url = value("REVSYNC_REDIS_URL") { settings.redisURL = url == "off" ? nil : url }
         if let n = try milliseconds("REVSYNC_REDIS_CONNECT_TIMEOUT_MS") { settings.redisConnectTimeout = .milliseconds(max(1, n)) }
+        if let n = try milliseconds("REVSYNC_REDIS_COMMAND_TIMEOUT_MS") { settings.redisCommandTimeout = .milliseconds(max(1, n)) }
         if let prefix = value("REVSYNC_CACHE_PREFIX") { settings.cachePrefix = prefix }
         if let n = try integer("REVSYNC_CACHE_WINDOW") { settings.cacheWindow = Int64(max(1, n)) }
         if let n = try integer("REVSYNC_CACHE_MAX_BYTES") { settings.cacheMaxBytes = max(1024, n) }

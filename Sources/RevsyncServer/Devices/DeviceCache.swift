@@ -1,8 +1,9 @@
 /// Authenticated devices by token hash, so a catch-up request needs no query to authenticate.
 ///
 /// Entries are dropped all at once when any device's token or role changes (the
-/// `DeviceChangeWatcher` hears it on every instance as it is announced), and while that
-/// feed is unavailable they live at most `maxAge`. A look-up that missed carries the
+/// `DeviceChangeWatcher` hears it on every instance as it is announced). They live until then
+/// only while the feed is known to work (`follow(until:)`, renewed by each of the watcher's
+/// checks), and at most `maxAge` otherwise. A look-up that missed carries the
 /// cache's generation, and its result is stored only if nothing was invalidated
 /// meanwhile: a read that raced a revocation never re-enters the cache.
 actor DeviceCache {
@@ -17,8 +18,13 @@ actor DeviceCache {
 
     private var devices: [[UInt8]: (device: Device, stored: ContinuousClock.Instant)] = [:]
     private var generation = 0
-    /// How long an entry may be used; nil while invalidations arrive.
-    private var maxAge: Duration? = .seconds(1)
+    /// How long an entry may be used while changes are not known to be heard.
+    private var maxAge: Duration = .seconds(1)
+    /// Until when changes are known to be heard; nil while they are not. A lease rather than
+    /// a flag: a Redis that stops answering without closing the connection (a partition) is
+    /// known only when a call times out, and until then a change announced meanwhile is not
+    /// heard. The lease lapses by itself when the checks that renew it stop succeeding.
+    private var followedUntil: ContinuousClock.Instant? = nil
     /// Devices seen since the last flush of `last_seen_at`.
     private var seen: Set<Int64> = []
     /// Bounded so that a flood of devices cannot grow it without limit.
@@ -40,7 +46,8 @@ actor DeviceCache {
 
     func lookup(_ hash: [UInt8]) -> Lookup {
         if let entry = devices[hash] {
-            if let maxAge, ContinuousClock.now - entry.stored > maxAge {
+            let now = ContinuousClock.now
+            if !followed(at: now), now - entry.stored > maxAge {
                 devices[hash] = nil
             } else {
                 seen.insert(entry.device.id)
@@ -66,11 +73,16 @@ actor DeviceCache {
         unknownTokens[hash] = ContinuousClock.now
     }
 
-    func store(_ device: Device, for hash: [UInt8], generation: Int) {
+    /// Keeps what PostgreSQL said of a token, unless the cache was invalidated since the
+    /// look-up missed (`generation`).
+    /// - Parameter readAt: when the query was sent: an entry's age counts from then, so that a
+    ///   row read just before a change lives no longer than `maxAge` after it, however late
+    ///   the answer came.
+    func store(_ device: Device, for hash: [UInt8], generation: Int, readAt: ContinuousClock.Instant = .now) {
         seen.insert(device.id)
         guard generation == self.generation else { return }
         if devices.count >= capacity { devices.removeAll(keepingCapacity: true) }
-        devices[hash] = (device, ContinuousClock.now)
+        devices[hash] = (device, readAt)
     }
 
     func invalidateAll() {
@@ -79,10 +91,16 @@ actor DeviceCache {
         generation += 1
     }
 
-    func setMaxAge(_ maxAge: Duration?) { self.maxAge = maxAge }
+    func setMaxAge(_ maxAge: Duration) { self.maxAge = maxAge }
+
+    /// Entries live until a change is announced up to `instant`; from then on (from now, when
+    /// nil) an entry is used only while it is younger than `maxAge`, counted from when it was read.
+    func follow(until instant: ContinuousClock.Instant?) { followedUntil = instant }
 
     /// Whether entries live until a change is announced (the feed is followed), not `maxAge`.
-    var followsChanges: Bool { maxAge == nil }
+    var followsChanges: Bool { followed(at: .now) }
+
+    private func followed(at now: ContinuousClock.Instant) -> Bool { followedUntil.map { now < $0 } ?? false }
 
     /// The devices seen since the last call.
     func takeSeen() -> Set<Int64> {

@@ -13,6 +13,14 @@ import ServiceLifecycle
 /// off), cached devices live at most `fallbackMaxAge`, so a change still takes effect within
 /// about that, at the price of one query per device per `fallbackMaxAge`.
 ///
+/// Cached devices live until a change is heard only for `lease` from the sending of each
+/// successful read of the counter (`DeviceCache.follow(until:)`). A Redis that stops
+/// answering without closing the connection (a network partition) is known only when a call
+/// times out, seconds later; meanwhile its subscription hears nothing and its reads wait. The
+/// lease lapses by itself: a read sent after a change would have seen it, so a change still
+/// takes effect within `lease` (one second by default, as `fallbackMaxAge`) of being made,
+/// not the Redis command timeout later.
+///
 /// The announcement is one Redis call, made after the change committed; when it fails (the
 /// instance that made the change could not reach Redis), an instance whose subscription is up
 /// would keep its cached devices for good. So the change's own statement also raises a counter
@@ -49,8 +57,13 @@ struct DeviceChangeWatcher: Service {
     let devices: DeviceStore
     let feed: RedisChangeLog?
     let events: Events
-    var checkInterval: Duration = .seconds(1)
+    var checkInterval: Duration = .milliseconds(500)
     var fallbackMaxAge: Duration = .seconds(1)
+    /// How long from the sending of a successful read of the counter cached devices may live
+    /// until a change is heard: the next checks should renew it first, with room for slow
+    /// reads. No shorter than `fallbackMaxAge`, which bounds a change's reach anyway; longer
+    /// only with a check interval past two thirds of it.
+    var lease: Duration { max(checkInterval * 3 / 2, fallbackMaxAge) }
     /// How often `last_seen_at` is written for the devices seen meanwhile.
     var seenFlushInterval: Duration = .seconds(30)
     let logger: Logger
@@ -65,6 +78,8 @@ struct DeviceChangeWatcher: Service {
                     events.continuation.yield(.tick)
                 }
             }
+            // Apart from the checks: a write that waits on PostgreSQL must not let the lease lapse.
+            group.addTask { await flushSeenPeriodically() }
             // Cancelling the loop ends the stream, and it with it.
             await cancelWhenGracefulShutdown { await watch(events.stream) }
             group.cancelAll()
@@ -78,7 +93,6 @@ struct DeviceChangeWatcher: Service {
         var subscribed = false
         // PostgreSQL's count as last read; nil before the first read.
         var stored: Int64? = nil
-        var lastFlush = ContinuousClock.now
         for await event in events {
             switch event {
             case .changed(let value):
@@ -94,34 +108,42 @@ struct DeviceChangeWatcher: Service {
                 stored = value
             case .lost:
                 subscribed = false
-                await devices.cache.setMaxAge(fallbackMaxAge)
+                await devices.cache.follow(until: nil)
             case .tick:
                 version = await check(version, subscribed: subscribed)
-                if ContinuousClock.now - lastFlush >= seenFlushInterval {
-                    lastFlush = ContinuousClock.now
-                    do {
-                        try await devices.flushSeen()
-                    } catch {
-                        logger.debug("recording when devices were last seen failed", metadata: ["error": "\(error)"])
-                    }
-                }
+            }
+        }
+    }
+
+    /// Writes `last_seen_at` for the devices seen, every `seenFlushInterval`, until cancelled.
+    private func flushSeenPeriodically() async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: seenFlushInterval)
+            guard !Task.isCancelled else { return }
+            do {
+                try await devices.flushSeen()
+            } catch {
+                logger.debug("recording when devices were last seen failed", metadata: ["error": "\(error)"])
             }
         }
     }
 
     /// Reads the counter, drops the cache if it moved since `version`, and lets entries live
-    /// for good only while changes are heard as they happen. Returns the counter read.
+    /// until a change is heard, for `lease` from the read's sending (a reply that comes late
+    /// speaks for when it was asked), only while changes are heard as they happen. Returns
+    /// the counter read.
     private func check(_ version: String?, subscribed: Bool) async -> String? {
         guard let feed else { return nil }
         do {
+            let asked = ContinuousClock.now
             let current = try await feed.deviceChangeVersion()
             if current != version { await devices.cache.invalidateAll() }
-            await devices.cache.setMaxAge(subscribed ? nil : fallbackMaxAge)
+            await devices.cache.follow(until: subscribed ? asked + lease : nil)
             return current
         } catch {
             // The next readable counter may equal the one before the outage although
             // changes were announced meanwhile: start afresh from it.
-            await devices.cache.setMaxAge(fallbackMaxAge)
+            await devices.cache.follow(until: nil)
             return nil
         }
     }

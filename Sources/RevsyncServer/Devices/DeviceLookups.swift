@@ -84,6 +84,7 @@ final class DeviceLookups: Service, Sendable {
 
     private func answer(_ batch: [Waiting]) async {
         let rows: [[UInt8]: DeviceRow]
+        let asked = ContinuousClock.now
         do {
             rows = try await directory.find(tokenHashes: Array(Set(batch.map(\.hash))))
         } catch {
@@ -100,7 +101,7 @@ final class DeviceLookups: Service, Sendable {
                 waiting.found.resume(throwing: SyncRefusal.deviceRevoked)
                 continue
             }
-            await cache.store(row.device, for: waiting.hash, generation: waiting.generation)
+            await cache.store(row.device, for: waiting.hash, generation: waiting.generation, readAt: asked)
             waiting.found.resume(returning: row.device)
         }
     }

@@ -57,12 +57,13 @@ public struct DeviceStore: Sendable {
 
     @inline(never)
     private func authenticateInDirectory(_ hash: [UInt8], generation: Int) async throws -> Device? {
+        let asked = ContinuousClock.now
         guard let row = try await directory.find(tokenHash: hash) else {
             await cache.storeUnknown(hash)
             return nil
         }
         if row.revoked { throw SyncRefusal.deviceRevoked }
-        await cache.store(row.device, for: hash, generation: generation)
+        await cache.store(row.device, for: hash, generation: generation, readAt: asked)
         return row.device
     }
 

@@ -11,7 +11,7 @@ extension RedisChangeLog {
     /// The counter's current value ("0" when it was never raised or Redis was flushed).
     func deviceChangeVersion() async throws -> String {
         guard let keys = keys.withLock({ $0 }) else { throw FeedUnavailable(description: "the cache's keys are not known yet") }
-        guard health.shouldTry else { throw FeedUnavailable(description: "Redis is unavailable") }
+        guard health.mayTry() else { throw FeedUnavailable(description: "Redis is unavailable") }
         do {
             let value = try await redis.get(keys.devices)
             health.succeeded()
@@ -24,10 +24,16 @@ extension RedisChangeLog {
 
     /// Raises the counter and publishes its new value, in one script: a raised counter is
     /// always announced, and a follower that missed the message finds the counter moved.
-    /// A failure is logged: the other instances then rely on their entries' short lifetime,
-    /// which they use whenever they cannot read the counter.
+    /// A failure is logged: the other instances then rely on PostgreSQL's count of device
+    /// changes, which they read every second, and on their entries' short lifetime, which
+    /// they use whenever they cannot read the counter. While Redis is down here it is not
+    /// tried: the change would wait for a Redis cut off from this instance to time out.
     func publishDeviceChange() async {
         guard let keys = keys.withLock({ $0 }) else { return }
+        guard health.isUp else {
+            logger.warning("Redis is unavailable; a device change was not announced (the other instances learn it from PostgreSQL)")
+            return
+        }
         do {
             _ = try await redis.eval(script: Self.announceDeviceChangeScript, keys: [keys.devices], args: [keys.deviceChanges])
         } catch {

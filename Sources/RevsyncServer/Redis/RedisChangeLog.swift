@@ -105,9 +105,10 @@ public final class RedisChangeLog: ChangeLog {
         recentValues = RecentValues(capacity: settings.cacheMemoryRevisions)
     }
 
-    /// The keys to use now, or nil to go straight to PostgreSQL.
+    /// The keys to use now, or nil to go straight to PostgreSQL. Requests use Redis only while
+    /// it is up; the background reads probe it when it is down (`CacheHealth`).
     private var usableKeys: CacheKeys? {
-        guard let keys = keys.withLock({ $0 }), health.shouldTry else { return nil }
+        guard let keys = keys.withLock({ $0 }), health.isUp else { return nil }
         return keys
     }
 
@@ -155,11 +156,13 @@ public final class RedisChangeLog: ChangeLog {
         guard let keys = keys.withLock({ $0 }) else { return nil }
         var read: HeadReading? = nil
         do {
-            guard health.shouldTry else { return nil }
+            guard health.mayTry() else { return nil }
             // The cached head is read first: it moves only after a COMMIT, so PostgreSQL's
             // head read after it is at least as high unless the database went back.
             let started = ContinuousClock.now
             let cached = try await cachedHead(keys)
+            // Redis answered: what fails from here on may be PostgreSQL's.
+            health.succeeded()
             let reading = try await postgres.readHead(digestOf: cached.entry == nil ? nil : cached.head)
             read = reading
             let state = reading.state
@@ -221,11 +224,13 @@ public final class RedisChangeLog: ChangeLog {
     /// may be of revisions the database no longer has and numbers again. Dropped.
     func forgetHistory() async {
         forgetLine()
-        guard let keys = keys.withLock({ $0 }), health.shouldTry else { return }
+        guard let keys = keys.withLock({ $0 }), health.mayTry() else { return }
         do {
             try await dropAll(keys)
+            health.succeeded()
             try await raise(try await postgres.state(), keys)
         } catch {
+            if error is RedisError { health.failed(error) }
             logger.warning("the Redis cache could not be dropped after the history id changed; the reconciler checks it again", metadata: ["error": "\(error)"])
         }
     }
@@ -300,6 +305,7 @@ public final class RedisChangeLog: ChangeLog {
         if let keys = usableKeys {
             do {
                 try await raise(state, keys)
+                health.succeeded()
             } catch {
                 health.failed(error)
             }
@@ -583,8 +589,14 @@ public final class RedisChangeLog: ChangeLog {
     private func publicBody(_ revision: Int64, keys: CacheKeys) async -> ByteBuffer? {
         guard revision > 0 else { return nil }
         if let known = lastPublic.withLock({ $0 }), known.revision == revision { return known.body }
-        guard let value = try? await redis.get(keys.entry(revision)) else { return nil }
-        return CachedEntry.decodePublic(value)?.body
+        do {
+            guard let value = try await redis.get(keys.entry(revision)) else { return nil }
+            return CachedEntry.decodePublic(value)?.body
+        } catch {
+            // The commit's own write fails next anyway; said now, the batches after it skip Redis.
+            health.failed(error)
+            return nil
+        }
     }
 
     /// The runs `batch` completes (`CachedRun`), compressed alone and after the revision
@@ -610,7 +622,13 @@ public final class RedisChangeLog: ChangeLog {
         let dictionaries = Set(ends.map { $0.first - 1 }).subtracting(previous == nil ? [] : [first - 1])
         let wanted = memberRevisions.union(dictionaries).subtracting(bodies.keys).filter { $0 > 0 }.sorted()
         if ofCommit && !wanted.isEmpty {
-            guard let values = try? await fetchValues(wanted.map { .entry($0) }, keys: keys) else { return [] }
+            let values: [ByteBuffer?]
+            do {
+                values = try await fetchValues(wanted.map { .entry($0) }, keys: keys)
+            } catch {
+                health.failed(error)
+                return []
+            }
             for (number, value) in zip(wanted, values) {
                 if let value, let decoded = CachedEntry.decodePublic(value) { bodies[number] = decoded }
             }

@@ -4,8 +4,9 @@ import Synchronization
 
 /// What every device's HTTP exchanges added up to: bytes, and the latency of
 /// catch-up requests (`/sync` with no change set, long-polls left out: they last
-/// as long as the server holds them) overall and per second of the run. Fed by
-/// `HTTPSyncTransport`'s observer from many tasks at once.
+/// as long as the server holds them) overall, per second of the run, and on an instance
+/// while it is cut from Redis (`FaultKind.redisPartition`). Fed by `HTTPSyncTransport`'s
+/// observer from many tasks at once.
 final class ExchangeStats: Sendable {
     private struct State {
         var bytes = ByteCounts()
@@ -13,12 +14,15 @@ final class ExchangeStats: Sendable {
         var interval = Histogram<UInt64>(lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000, numberOfSignificantValueDigits: .three)
         var failedExchanges = 0
         var snapshots = SnapshotDownloads()
+        /// The instance cut from Redis now, if any, and the catch-ups its devices finished meanwhile.
+        var cutInstance: Int?
+        var catchUpCut = Histogram<UInt64>(lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000, numberOfSignificantValueDigits: .three)
     }
 
     private let state = Mutex(State())
 
-    /// Records one finished exchange.
-    func record(_ exchange: HTTPExchange) {
+    /// Records one finished exchange, of a device whose requests go to `instance` (by index).
+    func record(_ exchange: HTTPExchange, instance: Int? = nil) {
         state.withLock { state in
             state.bytes.requestRaw += exchange.requestRawBytes
             state.bytes.requestWire += exchange.requestWireBytes
@@ -34,6 +38,7 @@ final class ExchangeStats: Sendable {
                 let micros = UInt64(max(1, exchange.duration.microseconds))
                 _ = state.catchUp.record(micros)
                 _ = state.interval.record(micros)
+                if let instance, instance == state.cutInstance { _ = state.catchUpCut.record(micros) }
             }
         }
     }
@@ -43,6 +48,14 @@ final class ExchangeStats: Sendable {
     var snapshots: SnapshotDownloads { state.withLock { $0.snapshots } }
 
     var catchUpLatency: LatencyPercentiles { state.withLock { Self.percentiles($0.catchUp) } }
+
+    /// The instance (by index) cut from Redis from now on; nil once it is healed.
+    func setCutInstance(_ instance: Int?) { state.withLock { $0.cutInstance = instance } }
+
+    /// Catch-ups of devices whose instance was cut from Redis as they finished; nil without one.
+    var catchUpWhileCutLatency: LatencyPercentiles? {
+        state.withLock { $0.catchUpCut.totalCount > 0 ? Self.percentiles($0.catchUpCut) : nil }
+    }
 
     /// p50 and p99 (ms) since the last call, for the timeline; nil without a sample.
     func takeInterval() -> (p50: Double, p99: Double)? {

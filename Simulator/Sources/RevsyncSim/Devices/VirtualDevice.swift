@@ -103,7 +103,7 @@ actor VirtualDevice {
     /// optionally bootstraps it straight from the server too, then opens it on its link.
     /// With `bootstrapThroughLink` the first sync loads the snapshot through the faulty link.
     static func make(
-        _ plan: Plan, profile: LinkProfile, serverPort: Int, splitPort: Int? = nil, splits: SplitAudit? = nil,
+        _ plan: Plan, profile: LinkProfile, serverPort: Int, instance: Int? = nil, splitPort: Int? = nil, splits: SplitAudit? = nil,
         direct: HTTPSyncTransport, adminToken: String,
         bootstrapThroughLink: Bool, runner: WorkloadRunner, stats: ExchangeStats, visibility: WriteToVisibleRecorder
     ) async throws -> VirtualDevice {
@@ -131,7 +131,7 @@ actor VirtualDevice {
         transportConfiguration.logger.logLevel = .error
         let revocation = RevocationWatch()
         transportConfiguration.observer = { exchange in
-            stats.record(exchange)
+            stats.record(exchange, instance: instance)
             revocation.record(exchange)
         }
         let transport = HTTPSyncTransport(configuration: transportConfiguration)

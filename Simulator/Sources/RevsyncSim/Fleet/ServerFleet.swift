@@ -129,9 +129,10 @@ public actor ServerFleet {
         }
     }
 
-    /// The configuration's environment, with the upgraded schema once there is one.
-    private var environment: [String: String] {
-        var environment = configuration.environment
+    /// The configuration's environment (of one instance, or of `migrate`), with the upgraded
+    /// schema once there is one.
+    private func environment(ofInstance index: Int? = nil) -> [String: String] {
+        var environment = index.map(configuration.environment(ofInstance:)) ?? configuration.environment
         if let upgradedSchema { environment["REVSYNC_SCHEMA"] = upgradedSchema }
         return environment
     }
@@ -164,7 +165,7 @@ public actor ServerFleet {
     private func migrate() async throws {
         let logPath = URL(fileURLWithPath: configuration.runDirectory).appendingPathComponent("migrate.log").path
         let status = try await CommandRunner.run(
-            [configuration.executable, "migrate"], environment: environment, logPath: logPath,
+            [configuration.executable, "migrate"], environment: environment(), logPath: logPath,
             timeout: configuration.migrateTimeout)
         guard status == 0 else {
             throw FleetError("`revsync migrate` failed (exit status \(status)); log \(logPath):\n\(LogTail.lastLines(of: logPath))")
@@ -174,7 +175,7 @@ public actor ServerFleet {
     private func launch(_ index: Int) throws -> Process {
         try ChildProcess.launch(
             executable: configuration.executable, arguments: ["serve", "--listen", "127.0.0.1:\(configuration.ports[index])"],
-            environment: environment, logPath: logPath(index))
+            environment: environment(ofInstance: index), logPath: logPath(index))
     }
 
     /// Polls `GET /ready` until it answers 200; fails early if the process exits.

@@ -9,6 +9,9 @@ public struct ServerFleetConfiguration: Sendable {
     public var databaseURL: String
     /// nil runs the instances without the Redis cache (`REVSYNC_REDIS_URL=off`).
     public var redisURL: String?
+    /// The Redis URL an instance (by index) uses instead of `redisURL`: a relay in front of the
+    /// same Redis, which the soak cuts to partition that instance alone from Redis.
+    public var instanceRedisURLs: [Int: String] = [:]
     public var adminToken: String
     /// The dataset schema file (`REVSYNC_SCHEMA`).
     public var schemaPath: String
@@ -53,6 +56,13 @@ public struct ServerFleetConfiguration: Sendable {
         environment["REVSYNC_SCHEMA"] = schemaPath
         environment["REVSYNC_LOG_LEVEL"] = logLevel
         environment.merge(extraEnvironment) { _, extra in extra }
+        return environment
+    }
+
+    /// The environment of instance `index`'s `revsync serve`: its own Redis URL if it has one.
+    func environment(ofInstance index: Int) -> [String: String] {
+        var environment = self.environment
+        if redisURL != nil, let own = instanceRedisURLs[index] { environment["REVSYNC_REDIS_URL"] = own }
         return environment
     }
 

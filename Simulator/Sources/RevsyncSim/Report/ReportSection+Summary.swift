@@ -98,7 +98,7 @@ extension ReportSection {
         return ReportSection(title: "Catch-up latency", header: ["", "samples", "p50", "p90", "p99", "max"], rows: [
             row("devices", l.devices),
             row("server", l.server),
-        ], numeric: true)
+        ] + (l.whileCutFromRedis.map { [row("devices, instance cut from Redis", $0)] } ?? []), numeric: true)
     }
 
     /// Label/value rows: the percentiles, then what was and was not counted, and who counts.

@@ -203,10 +203,14 @@ public struct CatchUpLatency: Codable, Sendable, Equatable {
     /// The servers' `revsync_catchup_duration_seconds`, from their /metrics (bucket
     /// estimates, summed over instances; nil when no instance could be scraped).
     public var server: LatencyPercentiles?
+    /// Of `devices`, those of devices whose instance was cut from Redis as they finished
+    /// (`redis_partition`); nil without a partition, and in reports from before it.
+    public var whileCutFromRedis: LatencyPercentiles?
 
-    public init(devices: LatencyPercentiles, server: LatencyPercentiles?) {
+    public init(devices: LatencyPercentiles, server: LatencyPercentiles?, whileCutFromRedis: LatencyPercentiles? = nil) {
         self.devices = devices
         self.server = server
+        self.whileCutFromRedis = whileCutFromRedis
     }
 }
 

@@ -10,6 +10,7 @@ public enum FaultKind: String, Sendable, CaseIterable, Codable {
     case snapshotRemoved = "snapshot_removed"
     case schemaUpgrade = "schema_upgrade"
     case databaseRestore = "database_restore"
+    case redisPartition = "redis_partition"
     case deviceCrash = "device_crash"
     case deviceJoin = "device_join"
     case deviceRestore = "device_restore"
@@ -20,6 +21,7 @@ public enum FaultKind: String, Sendable, CaseIterable, Codable {
     /// The faults that hit the server side (switched on by `--faults`).
     public static let serverSide: [FaultKind] = [
         .serverKill, .redisFlush, .redisRestart, .postgresRestart, .postgresRefuses, .snapshotRemoved, .schemaUpgrade, .databaseRestore,
+        .redisPartition,
     ]
     /// The faults that hit one device's standing with the server (switched on by `--faults`).
     public static let deviceSide: [FaultKind] = [.deviceRestore, .deviceRevoke, .deviceRoleDowngrade, .deviceRotate]
@@ -34,13 +36,17 @@ public enum FaultKind: String, Sendable, CaseIterable, Codable {
 struct ScheduledFault: Sendable, Equatable {
     var at: Duration
     var kind: FaultKind
-    /// The server instance killed, or the device crashed, joining, restored, revoked or downgraded (its index).
+    /// The server instance killed or cut from Redis, or the device crashed, joining, restored,
+    /// revoked or downgraded (its index).
     var target: Int
     /// How long a killed server stays down before it is started again; how long a
     /// restored device keeps working between the copy of its file and the restore; how long
     /// PostgreSQL refuses the servers more connections; how long a device whose token was
-    /// rotated keeps using the old one before its app is given the new one.
+    /// rotated keeps using the old one before its app is given the new one; how long an
+    /// instance is cut from Redis.
     var duration: Duration
+    /// How a partition from Redis looks to the instance; nil for other faults.
+    var cut: TCPRelay.Cut? = nil
 }
 
 /// The run's fault timeline, drawn from the seed before the run starts, so the
@@ -73,6 +79,8 @@ struct ScheduledFault: Sendable, Equatable {
 /// device given its new token 3–8 s later). Each picks a device no other
 /// device-side fault and, while there are others, no crash picked; a downgrade
 /// picks a member (every tenth device is an admin).
+///
+/// Partitions between one instance and Redis: see `partitions`.
 enum FaultPlan {
     /// How long PostgreSQL refuses the servers more connections, each time.
     static let refusal: Duration = .seconds(30)
@@ -128,7 +136,58 @@ enum FaultPlan {
             faults.append(restore)
             if let again { faults.append(again) }
         }
+        if enabled.contains(.redisPartition) {
+            faults += partitions(total: total, instances: instances, planned: faults, seed: seed)
+        }
         return faults.sorted { $0.at < $1.at }
+    }
+
+    /// How often an instance is cut from Redis, and where in the first period (or the run).
+    static let partitionPeriod = 360.0
+    static let partitionPhase = 0.40
+
+    /// One instance at a time cut from Redis while the others keep it (`TCPRelay` between each
+    /// instance and Redis), 15–25 s each (at most a tenth of a short run), every
+    /// `partitionPeriod`, silent and reset in turn. When a revocation is planned, one more
+    /// partition, silent, cuts the revoked device's own instance from 3–6 s before the
+    /// revocation until at least 5 s after it: the instance cannot hear the revocation
+    /// announced, and must still refuse the token within the contract's second. A periodic one
+    /// that would overlap it is left out. None overlaps a Redis restart, which closes every
+    /// connection and would make a silent cut a loud one. From a generator of its own, so that
+    /// switching it on leaves the other faults of a seed as they were.
+    private static func partitions(total: Double, instances: Int, planned: [ScheduledFault], seed: UInt64) -> [ScheduledFault] {
+        var random = SplitMix64(seed: seed ^ 0x9A27_1710)
+        func span() -> Double { min(15 + 10 * random.nextUnit(), max(2, total * 0.1)) }
+        let restarts = planned.filter { $0.kind == .redisRestart }.map(\.at.inSeconds)
+        func overlaps(_ at: Double, _ duration: Double, _ others: [ScheduledFault]) -> Bool {
+            // With 10 s on either side of a restart: Redis takes a moment to stop and to answer again.
+            restarts.contains { $0 >= at - 10 && $0 <= at + duration + 10 }
+                || others.contains { at < $0.at.inSeconds + $0.duration.inSeconds && $0.at.inSeconds < at + duration }
+        }
+        var faults: [ScheduledFault] = []
+        if let revocation = planned.filter({ $0.kind == .deviceRevoke }).min(by: { $0.at < $1.at }) {
+            let lead = 3 + 3 * random.nextUnit()
+            let at = max(0, revocation.at.inSeconds - lead)
+            let duration = max(span(), revocation.at.inSeconds - at + 5)
+            if !overlaps(at, duration, []) {
+                faults.append(ScheduledFault(
+                    at: .seconds(at), kind: .redisPartition, target: revocation.target % max(1, instances),
+                    duration: .seconds(duration), cut: .silent))
+            }
+        }
+        var at = min(partitionPeriod, total) * partitionPhase
+        var turn = 0
+        while at < total * 0.9 {
+            let duration = span()
+            let target = Int(random.next() % UInt64(max(1, instances)))
+            if !overlaps(at, duration, faults) {
+                faults.append(ScheduledFault(
+                    at: .seconds(at), kind: .redisPartition, target: target, duration: .seconds(duration), cut: turn % 2 == 0 ? .silent : .reset))
+                turn += 1
+            }
+            at += partitionPeriod
+        }
+        return faults
     }
 
     private static func deviceSide(

@@ -49,6 +49,8 @@ extension SoakRun {
                 note(fault.kind.rawValue, "PostgreSQL restarting (fast shutdown)")
                 try await stack.restartPostgres()
                 note("postgres_up", "PostgreSQL answers again")
+            case .redisPartition:
+                try await partition(fault, fleet: fleet)
             case .postgresRefuses:
                 try await refuseConnections(fleet: fleet, for: fault.duration)
             case .schemaUpgrade:
@@ -103,6 +105,28 @@ extension SoakRun {
             injectionFailures.append("\(fault.kind.rawValue) at \(format(fault.at)): \(error)")
             note("error", "\(fault.kind.rawValue) failed: \(error)")
         }
+    }
+
+    /// Cuts one instance's relay to Redis for the fault's span, then heals it; the other
+    /// instances keep Redis throughout.
+    private func partition(_ fault: ScheduledFault, fleet: ServerFleet) async throws {
+        let index = fault.target % fleet.count
+        guard index < redisRelays.count else {
+            note(FaultKind.redisPartition.rawValue, "no relay in front of Redis for instance \(index); nothing cut")
+            return
+        }
+        let relay = redisRelays[index], cut = fault.cut ?? .silent
+        let how = cut == .silent
+            ? "silently: nothing passes and nothing is closed, so only its own timeouts can tell"
+            : "by reset: its connections to Redis are closed and new ones refused"
+        note(FaultKind.redisPartition.rawValue, "instance \(index) (port \(fleet.configuration.ports[index])) cut from Redis \(how), "
+            + "for \(format(fault.duration)); the others keep Redis")
+        await relay.cut(cut)
+        stats.setCutInstance(index)
+        try? await Task.sleep(for: fault.duration)
+        relay.heal()
+        stats.setCutInstance(nil)
+        note("redis_healed", "instance \(index) reaches Redis again")
     }
 
     /// Copies the device's file, makes it work on so that the server moves past the

@@ -33,7 +33,7 @@ extension SoakRun {
                 longPollWaitSeconds: settings.longPollWait.inSeconds, replay: settings.replayCommand),
             startedAt: startedAt, totalSeconds: (clock.now - started).inSeconds, verdict: VerdictSummary(checks: checks),
             operations: operations, changeSets: tally.changeSets, faults: faults, bytes: stats.bytes,
-            catchUpLatency: CatchUpLatency(devices: stats.catchUpLatency, server: serverLatency),
+            catchUpLatency: CatchUpLatency(devices: stats.catchUpLatency, server: serverLatency, whileCutFromRedis: stats.catchUpWhileCutLatency),
             writeToVisible: visibility.summary,
             convergence: ConvergenceSummary(
                 secondsToConverge: secondsToConverge, convergedDevices: convergedDevices, devices: devices.count - revokedDevices.count,

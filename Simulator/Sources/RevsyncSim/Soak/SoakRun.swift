@@ -47,6 +47,8 @@ public actor SoakRun {
     var restorePoint: RestorePoint?
     /// The backup the database restore took, put back again by its second restore.
     var databaseBackup: DatabaseBackup?
+    /// One relay between each instance (by index) and Redis, when partitions are switched on.
+    var redisRelays: [TCPRelay] = []
     var offlineNow: [Int: Bool] = [:]
     var progressShown = false
     var lastProgressPrint = ContinuousClock.now - .seconds(60)
@@ -72,17 +74,53 @@ public actor SoakRun {
             + "\(settings.instances) instance(s), \(Int(settings.workload.inSeconds)) s, run directory \(settings.runDirectory)")
         let databaseURL = try await SoakDatabase.recreate(
             settings.databaseName, nextTo: settings.databaseURL, ownRole: settings.effectiveFaults.contains(.postgresRefuses), logger: logger)
-        let fleet = try makeFleet(databaseURL: databaseURL)
-        try await fleet.start()
+        redisRelays = try await startRedisRelays()
+        let fleet: ServerFleet
         do {
+            fleet = try makeFleet(databaseURL: databaseURL)
+        } catch {
+            for relay in redisRelays { await relay.stop() }
+            throw error
+        }
+        do {
+            try await fleet.start()
             let report = try await runAgainst(fleet, databaseURL: databaseURL, profile: profile, started: started, startedAt: startedAt)
             await fleet.stopAll()
+            for relay in redisRelays { await relay.stop() }
             return report
         } catch {
             await eachDevice { await $0.shutdown() }
             await fleet.stopAll()
+            for relay in redisRelays { await relay.stop() }
             throw error
         }
+    }
+
+    /// One relay per instance in front of Redis, when partitions are switched on: cutting one
+    /// partitions that instance alone (`FaultKind.redisPartition`).
+    private func startRedisRelays() async throws -> [TCPRelay] {
+        guard settings.effectiveFaults.contains(.redisPartition), let url = settings.redisURL else { return [] }
+        guard let parts = URLComponents(string: url), let host = parts.host else {
+            throw SoakError("the Redis URL \(url) has no host; partitions need one to relay to")
+        }
+        var relays: [TCPRelay] = []
+        do {
+            for _ in 0..<settings.instances {
+                relays.append(try await TCPRelay.start(to: host, port: parts.port ?? 6379))
+            }
+        } catch {
+            for relay in relays { await relay.stop() }
+            throw SoakError("cannot start the relays between the instances and Redis: \(error)")
+        }
+        return relays
+    }
+
+    /// The Redis URL through `relay`: the same URL (database, credentials) on its port.
+    private func redisURL(through relay: TCPRelay) -> String? {
+        guard let url = settings.redisURL, var parts = URLComponents(string: url) else { return nil }
+        parts.host = "127.0.0.1"
+        parts.port = relay.port
+        return parts.string
     }
 
     private func runAgainst(
@@ -215,13 +253,16 @@ public actor SoakRun {
         // A split request also goes to the next instance, as a load balancer retrying it there would send it.
         let other = fleet.count > 1 ? fleet.configuration.ports[(instance + 1) % fleet.count] : nil
         return try await VirtualDevice.make(
-            plan, profile: profile, serverPort: port, splitPort: other, splits: splits, direct: direct[instance], adminToken: adminToken,
+            plan, profile: profile, serverPort: port, instance: instance, splitPort: other, splits: splits, direct: direct[instance], adminToken: adminToken,
             bootstrapThroughLink: throughLink, runner: WorkloadRunner(seed: seedIndex, hot: hot, role: role), stats: stats,
             visibility: visibility)
     }
 
-    /// Starts every stopped instance and waits until Redis and PostgreSQL answer.
+    /// Starts every stopped instance, heals every relay to Redis, and waits until Redis and
+    /// PostgreSQL answer.
     private func heal(_ fleet: ServerFleet) async throws {
+        // A partition heals itself at its end; this is for one the workload's end cut short.
+        for relay in redisRelays { relay.heal() }
         for index in 0..<fleet.count where await !fleet.isRunning(index) {
             try await fleet.restart(index)
         }
@@ -355,7 +396,7 @@ public actor SoakRun {
         }
         // One snapshot directory for every instance, as on a host that runs several: they build
         // files once between them, and each sweeps what the others replaced or left when killed.
-        let configuration = ServerFleetConfiguration(
+        var configuration = ServerFleetConfiguration(
             executable: settings.serverExecutable, ports: ports, databaseURL: databaseURL, redisURL: settings.redisURL,
             adminToken: "soak-" + UUID().uuidString, schemaPath: settings.schemaPath, runDirectory: settings.runDirectory,
             extraEnvironment: [
@@ -363,6 +404,7 @@ public actor SoakRun {
                 "REVSYNC_SNAPSHOT_KEEP_REPLACED_SECONDS": String(SnapshotDirectoryAudit.keepReplacedSeconds),
                 "REVSYNC_SNAPSHOT_MAX_AGE_SECONDS": String(SnapshotDirectoryAudit.maxAgeSeconds),
             ])
+        for (index, relay) in redisRelays.enumerated() { configuration.instanceRedisURLs[index] = redisURL(through: relay) }
         return ServerFleet(configuration: configuration, metrics: ServerFleet.scraper(for: configuration))
     }
 

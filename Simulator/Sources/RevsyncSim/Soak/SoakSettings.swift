@@ -68,6 +68,6 @@ public struct SoakSettings: Sendable {
 
     /// The switched faults that can happen with these settings (no Redis, no Redis faults).
     var effectiveFaults: Set<FaultKind> {
-        redisURL == nil ? faults.subtracting([.redisFlush, .redisRestart]) : faults
+        redisURL == nil ? faults.subtracting([.redisFlush, .redisRestart, .redisPartition]) : faults
     }
 }
