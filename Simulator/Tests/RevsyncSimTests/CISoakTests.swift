@@ -6,8 +6,9 @@ import Testing
 /// The CI soak: 50 devices for 60 s on the terrible link against a real server
 /// process (debug build), one server kill -9, one Redis FLUSHALL, the snapshot files
 /// removed under the server, one device restored from an older copy of its file, one
-/// device revoked, one member downgraded to viewer, one device's token rotated and the
-/// database restored from a backup under the running server, then the full verdict. It takes about two minutes of two cores, so it runs alone:
+/// device revoked (with the server cut from Redis silently around it), one member
+/// downgraded to viewer, one device's token rotated and the database restored from a
+/// backup under the running server, then the full verdict. It takes about two minutes of two cores, so it runs alone:
 /// `Scripts/test` runs it after the other tests with REVSYNC_CI_SOAK=1.
 @Suite(.enabled(if: ProcessInfo.processInfo.environment["REVSYNC_CI_SOAK"] == "1", "set REVSYNC_CI_SOAK=1 (Scripts/test does)"))
 struct CISoakTests {
@@ -34,6 +35,7 @@ struct CISoakTests {
         settings.seedRecords = 5_000
         settings.faults = [
             .serverKill, .redisFlush, .snapshotRemoved, .deviceRestore, .deviceRevoke, .deviceRoleDowngrade, .deviceRotate, .databaseRestore,
+            .redisPartition,
         ]
         settings.drainBound = .seconds(240)
         settings.showProgress = true
@@ -61,6 +63,8 @@ struct CISoakTests {
         #expect(report.faults["device_role_downgrade"] == 1)
         #expect(report.faults["device_rotate"] == 1)
         #expect(report.faults["database_restore"] == 1)
+        #expect(report.faults["redis_partition", default: 0] >= 1)
+        #expect(report.events.contains { $0.kind == "redis_healed" }, "the partition from Redis never healed")
         #expect(report.events.contains { $0.kind == "device_token_renewed" }, "the rotated device was never given its new token")
         #expect(report.events.contains { $0.kind == "device_restored" }, "the restore never finished")
         #expect(report.convergence.revokedDevices == 1)
