@@ -257,7 +257,8 @@ let package = Package(
         .testTarget(
             name: "RevsyncRedisTests",
             dependencies: [
-                "RevsyncRedis", "RevsyncHarness", "RevsyncTestSupport",
+                // RevsyncLink for its TCP relay: a path to Redis that dies without a reset.
+                "RevsyncRedis", "RevsyncHarness", "RevsyncTestSupport", "RevsyncLink",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings

@@ -18,7 +18,9 @@ struct CloseConnection: Sendable {
 ///
 /// Many callers share a connection: Redis answers commands in the order they arrive, so the
 /// first waiting request takes the next replies. A reply that no request waits for is pushed
-/// (a subscribed connection's messages) and goes to `pushed`.
+/// (a subscribed connection's messages) and goes to `pushed`. On such a connection a published
+/// message (`message` or `pmessage`) goes to `pushed` even while a command waits: Redis may send
+/// one between a command (the subscription's `PING`) and its reply, and it is no reply.
 ///
 /// When requests wait and Redis has sent nothing for the command timeout (no byte since the
 /// oldest of them was written, or since the last bytes read), every waiting request fails with
@@ -73,6 +75,10 @@ final class RedisCommandHandler: ChannelDuplexHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let reply = unwrapInboundIn(data)
+        if let pushed, Self.isPublished(reply) {
+            pushed(reply)
+            return
+        }
         guard !waiting.isEmpty else {
             if let pushed {
                 pushed(reply)
@@ -88,6 +94,13 @@ final class RedisCommandHandler: ChannelDuplexHandler {
             headReplies = []
             done.promise.succeed(replies)
         }
+    }
+
+    /// A message published on a channel the connection follows: `["message", channel, payload]`
+    /// or `["pmessage", pattern, channel, payload]`.
+    static func isPublished(_ reply: RedisValue) -> Bool {
+        guard case .array(let parts) = reply, let kind = parts.first?.stringValue else { return false }
+        return (kind == "message" && parts.count == 3) || (kind == "pmessage" && parts.count == 4)
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {

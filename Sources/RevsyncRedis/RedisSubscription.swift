@@ -10,11 +10,20 @@ import Synchronization
 /// dropped), `retryDelay` after the last try. Messages published while it was down
 /// are lost, so the follower is told each time the subscription starts (again) and
 /// can look up what it may have missed.
+///
+/// A subscribed connection only reads, and a connection that only reads never learns that its
+/// path died without a reset (a NAT's or load balancer's entry dropped, Redis moved to another
+/// host, packets dropped): it would wait for messages for good. So the connection sends `PING`
+/// every `pingInterval`, and Redis's silence for the command timeout after it
+/// (`RedisConfiguration.commandTimeout`) ends the connection like any failure.
 public struct RedisSubscription: Sendable {
     public let configuration: RedisConfiguration
     public let channels: [String]
     /// Between a lost or refused connection and the next try.
     public var retryDelay: Duration = .seconds(1)
+    /// Between two `PING`s on the subscribed connection: a dead path is noticed at most this
+    /// plus the command timeout after it died.
+    public var pingInterval: Duration = .seconds(1)
     let logger: Logger
 
     public init(configuration: RedisConfiguration, channels: [String], logger: Logger) {
@@ -76,7 +85,28 @@ public struct RedisSubscription: Sendable {
             }
             logger.debug("subscribed", metadata: ["channels": "\(channels)"])
             subscribed()
-            await connection.closed()
+            // The unanswered PING's error, if that is what ended the connection.
+            let failure = await withTaskGroup(of: RedisError?.self) { group in
+                group.addTask { [pingInterval] in
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: pingInterval)
+                        guard !Task.isCancelled else { return nil }
+                        do throws(RedisError) {
+                            // Redis answers ["pong", ""] in subscribed mode; any answer will do.
+                            _ = try await connection.execute([ByteBuffer(string: "PING")])
+                        } catch {
+                            // The handler closed the connection on its timeout; closing it again is harmless.
+                            connection.close()
+                            return error
+                        }
+                    }
+                    return nil
+                }
+                await connection.closed()
+                group.cancelAll()
+                return await group.reduce(nil) { $0 ?? $1 }
+            }
+            if let failure, !Task.isCancelled { throw failure }
         } onCancel: {
             connection.close()
         }

@@ -100,6 +100,26 @@ import Testing
         #expect(tests.channel.isActive)
     }
 
+    @Test func aMessageArrivingWhileACommandWaitsIsPushedNotTakenForItsReply() throws {
+        let tests = try RedisCommandHandlerTests(subscribed: true)
+        let subscribe = try tests.send([["SUBSCRIBE", "c"]])
+        try tests.reply("*3\r\n$9\r\nsubscribe\r\n$1\r\nc\r\n:1\r\n")
+        #expect(try tests.outcome(subscribe)?.get().count == 1)
+        let ping = try tests.send([["PING"]])
+        try tests.reply("*3\r\n$7\r\nmessage\r\n$1\r\nc\r\n$1\r\n7\r\n*4\r\n$8\r\npmessage\r\n$1\r\n*\r\n$1\r\nc\r\n$1\r\n8\r\n")
+        #expect(tests.isWaiting(ping))
+        try tests.reply("*2\r\n$4\r\npong\r\n$0\r\n\r\n")
+        #expect(try tests.outcome(ping)?.get() == [.array([.bulk(ByteBuffer(string: "pong")), .bulk(ByteBuffer(string: ""))])])
+        #expect(tests.pushed.count == 2)
+        #expect(tests.pushed.first == .array([.bulk(ByteBuffer(string: "message")), .bulk(ByteBuffer(string: "c")), .bulk(ByteBuffer(string: "7"))]))
+    }
+
+    @Test func withoutASubscriptionAReplyShapedLikeAMessageAnswersTheCommand() throws {
+        let waiting = try send([["LRANGE", "l", "0", "-1"]])
+        try reply("*3\r\n$7\r\nmessage\r\n$1\r\nc\r\n$1\r\n7\r\n")
+        #expect(try outcome(waiting)?.get().count == 1)
+    }
+
     @Test func closingForShutdownFailsWaitingRequestsWithShutDown() throws {
         let waiting = try send([["GET", "a"]])
         channel.pipeline.triggerUserOutboundEvent(CloseConnection(error: .shutDown), promise: nil)

@@ -1,4 +1,5 @@
 import NIOCore
+import RevsyncLink
 import RevsyncRedis
 import RevsyncTestSupport
 import Synchronization
@@ -10,8 +11,17 @@ import Testing
     final class Heard: Sendable {
         let messages = Mutex<[String]>([])
         let subscriptions = Atomic<Int>(0)
+        let losses = Atomic<Int>(0)
 
         var all: [String] { messages.withLock { $0 } }
+
+        /// Runs `subscription` until cancelled, counting what it is told and keeping each message's payload.
+        func follow(_ subscription: RedisSubscription) async {
+            await subscription.run(
+                subscribed: { self.subscriptions.add(1, ordering: .relaxed) },
+                lost: { self.losses.add(1, ordering: .relaxed) },
+                message: { _, payload in self.messages.withLock { $0.append(String(buffer: payload)) } })
+        }
     }
 
     /// Each message arrives with its own channel, in the order published, and a channel the
@@ -40,10 +50,73 @@ import Testing
         }
     }
 
-    private func eventually(_ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(30)
+    /// The subscription's `PING`s run while messages arrive: a message that comes between a
+    /// `PING` and its reply is heard, not taken for the reply (and the reply is not taken for a message).
+    @Test func messagesPublishedWhilePingsWaitAreAllHeardInOrder() async throws {
+        try await SharedTestRedis.withClient { client, keys in
+            let channel = keys("busy")
+            let heard = Heard()
+            var subscription = RedisSubscription(configuration: try SharedTestRedis.configuration(), channels: [channel], logger: .init(label: "test"))
+            subscription.pingInterval = .milliseconds(1)
+            let follower = subscription
+            let count = 2_000
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await heard.follow(follower) }
+                try await eventually { heard.subscriptions.load(ordering: .relaxed) == 1 }
+                for index in 0..<count {
+                    _ = try await client.command(["PUBLISH", channel, String(index)])
+                }
+                try await eventually { heard.all.count >= count }
+                group.cancelAll()
+            }
+            #expect(heard.all == (0..<count).map(String.init))
+            #expect(heard.subscriptions.load(ordering: .relaxed) == 1)
+            #expect(heard.losses.load(ordering: .relaxed) == 0)
+        }
+    }
+
+    /// A path that dies without a reset (the relay throws every byte away and closes nothing) is
+    /// noticed by the subscription's `PING` going unanswered: the follower is told, and once the
+    /// path is back a new connection subscribes and hears what is published.
+    @Test func aPathThatDiesSilentlyEndsTheSubscriptionWhichStartsAgainOnceHealed() async throws {
+        try await SharedTestRedis.withClient { client, keys in
+            let channel = keys("dropped")
+            var configuration = try SharedTestRedis.configuration()
+            let relay = try await TCPRelay.start(to: configuration.host, port: configuration.port)
+            configuration.host = "127.0.0.1"
+            configuration.port = relay.port
+            configuration.commandTimeout = .milliseconds(500)
+            let heard = Heard()
+            var subscription = RedisSubscription(configuration: configuration, channels: [channel], logger: .init(label: "test"))
+            subscription.pingInterval = .milliseconds(200)
+            subscription.retryDelay = .milliseconds(100)
+            let follower = subscription
+            do {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { await heard.follow(follower) }
+                    try await eventually { heard.subscriptions.load(ordering: .relaxed) == 1 }
+                    _ = try await client.command(["PUBLISH", channel, "before"])
+                    try await eventually { heard.all == ["before"] }
+                    await relay.cut(.drop)
+                    try await eventually(within: .seconds(10)) { heard.losses.load(ordering: .relaxed) >= 1 }
+                    relay.heal()
+                    try await eventually(within: .seconds(10)) { heard.subscriptions.load(ordering: .relaxed) >= 2 }
+                    _ = try await client.command(["PUBLISH", channel, "after"])
+                    try await eventually { heard.all == ["before", "after"] }
+                    group.cancelAll()
+                }
+            } catch {
+                await relay.stop()
+                throw error
+            }
+            await relay.stop()
+        }
+    }
+
+    private func eventually(within limit: Duration = .seconds(30), _ condition: () -> Bool) async throws {
+        let deadline = ContinuousClock.now + limit
         while !condition() {
-            guard ContinuousClock.now < deadline else { throw TestSetupError("the condition did not hold within 30 s") }
+            guard ContinuousClock.now < deadline else { throw TestSetupError("the condition did not hold within \(limit)") }
             try await Task.sleep(for: .milliseconds(10))
         }
     }

@@ -7,8 +7,9 @@ import Synchronization
 /// between it and Redis) while the others keep theirs.
 ///
 /// Bytes pass as they come, each direction with the other side's back pressure. A cut is one
-/// of two kinds (``Cut``): connections reset, or a silent partition that holds every byte
-/// until the relay is healed, as TCP does while its packets are dropped.
+/// of three kinds (``Cut``): connections reset; a silent partition that holds every byte until
+/// the relay is healed, as TCP does while its packets are dropped; or connections that die
+/// without a word and stay dead after the heal.
 public final class TCPRelay: Sendable {
     /// How a cut looks from the relayed connections' ends.
     public enum Cut: String, Sendable, CaseIterable {
@@ -19,6 +20,12 @@ public final class TCPRelay: Sendable {
         /// wait; whatever was sent meanwhile arrives once healed. The end that waits for an
         /// answer learns of it only from its own timeout (a path whose packets are dropped).
         case silent
+        /// The connections open at the cut go dead for good: what either end sends is thrown
+        /// away, during the cut and after the heal, and nothing is closed (a NAT's or load
+        /// balancer's entry lost, the address moved to another host). Each end learns of it only
+        /// from its own timeouts, and must connect anew. New connections wait as in a silent
+        /// cut and pass once healed (TCP retrying its handshake).
+        case drop
     }
 
     /// The port the relay listens on, on 127.0.0.1.
@@ -37,6 +44,11 @@ public final class TCPRelay: Sendable {
         var cut: Cut? = nil
         /// Both channels of every relayed connection (one until the upstream one is open), by the accepted channel.
         var open: [ObjectIdentifier: [any Channel]] = [:]
+        /// The relayed connections a ``Cut/drop`` killed: their bytes are thrown away until they close.
+        var dead: Set<ObjectIdentifier> = []
+
+        /// Whether bytes are held (not thrown away, not passed) for now.
+        var holds: Bool { cut == .silent || cut == .drop }
     }
 
     /// Starts relaying connections to `host`:`port`.
@@ -83,12 +95,14 @@ public final class TCPRelay: Sendable {
     public func cut(_ kind: Cut) async {
         let channels = state.withLock { state in
             state.cut = kind
+            if kind == .drop { state.dead.formUnion(state.open.keys) }
             return kind == .reset ? state.open.values.flatMap { $0 } : []
         }
         for channel in channels { try? await channel.close() }
     }
 
-    /// Lets bytes and new connections pass again; a silent cut's held bytes go on their way.
+    /// Lets bytes and new connections pass again; a silent cut's held bytes go on their way (a
+    /// dropped cut's dead connections stay dead).
     public func heal() {
         state.withLock { $0.cut = nil }
     }
@@ -105,18 +119,28 @@ public final class TCPRelay: Sendable {
         let port: Int
     }
 
-    /// How often a silent cut is looked at while it holds bytes: it lasts seconds, and a
+    /// How often a cut that holds bytes is looked at: it lasts seconds, and a
     /// held byte may arrive this much later than the heal.
     private static let holdPoll: Duration = .milliseconds(20)
 
-    /// Waits while a silent cut holds the relay; throws when cancelled, or when one of
+    /// Waits while a silent or dropping cut holds the relay; throws when cancelled, or when one of
     /// `channels` closes meanwhile (no one reads it while its bytes are held, so its closing
     /// would go unnoticed).
     private static func passSilentCut(_ state: Shared, watching channels: Closing) async throws {
-        while state.withLock({ $0.cut == .silent }) {
+        while state.withLock({ $0.holds }) {
             guard !channels.closed else { throw ChannelError.ioOnClosedChannel }
             try await Task.sleep(for: holdPoll)
         }
+    }
+
+    /// Whether bytes read on the relayed connection `key` go on: false when a drop killed it
+    /// (they are thrown away, and reading goes on so that neither end is held by back pressure),
+    /// after waiting out a cut that holds them.
+    private static func pass(_ key: ObjectIdentifier, _ state: Shared, watching channels: Closing) async throws -> Bool {
+        guard !state.withLock({ $0.dead.contains(key) }) else { return false }
+        try await passSilentCut(state, watching: channels)
+        // A drop that began while these bytes were held killed the connection with them.
+        return !state.withLock { $0.dead.contains(key) }
     }
 
     /// Whether any of some channels has closed. (`Channel.isActive` is no use here: an
@@ -141,8 +165,13 @@ public final class TCPRelay: Sendable {
             try? await connection.channel.close()
             return
         }
-        defer { state.withLock { _ = $0.open.removeValue(forKey: key) } }
-        // A silent cut holds a new connection before it reaches upstream; one its client gave up on ends here.
+        defer {
+            state.withLock { state in
+                state.open[key] = nil
+                state.dead.remove(key)
+            }
+        }
+        // A silent or dropping cut holds a new connection before it reaches upstream; one its client gave up on ends here.
         let closing = Closing()
         closing.watch(connection.channel)
         guard (try? await passSilentCut(state, watching: closing)) != nil, !closing.closed else {
@@ -181,13 +210,13 @@ public final class TCPRelay: Sendable {
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask {
                         for try await bytes in clientInbound {
-                            try await passSilentCut(state, watching: closing)
+                            guard try await pass(key, state, watching: closing) else { continue }
                             try await serverOutbound.write(bytes)
                         }
                     }
                     group.addTask {
                         for try await bytes in serverInbound {
-                            try await passSilentCut(state, watching: closing)
+                            guard try await pass(key, state, watching: closing) else { continue }
                             try await clientOutbound.write(bytes)
                         }
                     }

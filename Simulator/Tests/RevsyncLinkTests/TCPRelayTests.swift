@@ -55,6 +55,33 @@ struct TCPRelayTests {
         }
     }
 
+    @Test func aDropKillsTheOpenConnectionsForGoodAndLetsNewOnesPassOnceHealed() async throws {
+        try await withRelayToEcho { relay in
+            let client = try await RelayClient.connect(port: relay.port)
+            try await client.send("before")
+            #expect(try await client.read(within: .seconds(5)) == "before")
+            await relay.cut(.drop)
+            #expect(relay.cut == .drop)
+            try await client.send("during")
+            let fresh = try await RelayClient.connect(port: relay.port)
+            try await fresh.send("new")
+            #expect(try await client.read(within: .milliseconds(400)) == "", "nothing passes, and the connection stays open")
+            #expect(try await fresh.read(within: .milliseconds(100)) == "")
+            relay.heal()
+            #expect(try await fresh.read(within: .seconds(5)) == "new", "a connection made during the drop passes once healed")
+            try await client.send("after")
+            #expect(try await client.read(within: .milliseconds(500)) == "", "the killed connection stays dead, and open")
+            #expect(relay.openConnections == 2)
+            await client.close()
+            try await waitUntil { relay.openConnections == 1 }
+            let later = try await RelayClient.connect(port: relay.port)
+            try await later.send("later")
+            #expect(try await later.read(within: .seconds(5)) == "later")
+            await fresh.close()
+            await later.close()
+        }
+    }
+
     @Test func aConnectionItsClientClosesDuringASilentCutIsLetGo() async throws {
         try await withRelayToEcho { relay in
             let relayed = try await RelayClient.connect(port: relay.port)

@@ -65,6 +65,7 @@ struct CISoakTests {
         #expect(report.faults["database_restore"] == 1)
         #expect(report.faults["redis_partition", default: 0] >= 1)
         #expect(report.events.contains { $0.kind == "redis_healed" }, "the partition from Redis never healed")
+        #expect(report.verdict.checks.contains { $0.name == VerdictChecks.Name.redisPartitions })
         #expect(report.events.contains { $0.kind == "device_token_renewed" }, "the rotated device was never given its new token")
         #expect(report.events.contains { $0.kind == "device_restored" }, "the restore never finished")
         #expect(report.convergence.revokedDevices == 1)

@@ -131,15 +131,46 @@ import Testing
         #expect(with.count == without.count + 4)
     }
 
+    /// A kill of an instance while it is cut from Redis (its new process would subscribe afresh and
+    /// hide whether the cut one noticed its dead subscription) is moved out of the cut.
+    @Test func noInstanceIsKilledWhileItIsCutFromRedis() {
+        let enabled: Set<FaultKind> = [.serverKill, .redisPartition, .deviceRevoke]
+        var moved = 0
+        for seed in UInt64(0)..<200 {
+            let plan = FaultPlan.make(workload: .seconds(60), faults: enabled, instances: 1, devices: 50, joining: 0, crashes: 0, seed: seed)
+            let without = FaultPlan.make(
+                workload: .seconds(60), faults: enabled.subtracting([.redisPartition]), instances: 1, devices: 50, joining: 0, crashes: 0, seed: seed)
+            let cuts = plan.filter { $0.kind == .redisPartition }
+            let kills = plan.filter { $0.kind == .serverKill }
+            #expect(kills.count == without.filter { $0.kind == .serverKill }.count)
+            for kill in kills {
+                #expect(!cuts.contains { kill.at <= $0.at + $0.duration + PartitionRecovery.bound && kill.at + kill.duration >= $0.at - .seconds(5) },
+                    "seed \(seed): kill at \(kill.at) within a cut")
+            }
+            if kills.map(\.at) != without.filter({ $0.kind == .serverKill }).map(\.at) { moved += 1 }
+        }
+        #expect(moved > 0, "no seed planned a kill within a cut: nothing was tested")
+    }
+
     @Test func partitionsFromRedisTakeTurnsAndLeaveTheOtherFaultsOfASeedAsTheyWere() {
         let others: Set<FaultKind> = [.serverKill, .redisFlush, .redisRestart]
         let without = FaultPlan.make(workload: .seconds(1800), faults: others, instances: 3, devices: 50, joining: 5, crashes: 10, seed: 11)
         let with = FaultPlan.make(
             workload: .seconds(1800), faults: others.union([.redisPartition]), instances: 3, devices: 50, joining: 5, crashes: 10, seed: 11)
-        #expect(with.filter { $0.kind != .redisPartition } == without)
+        // A kill of a cut instance is moved out of its cut (from 5 s before to the soak's look after); nothing else moves.
+        #expect(with.filter { $0.kind != .redisPartition && $0.kind != .serverKill } == without.filter { $0.kind != .serverKill })
         let partitions = with.filter { $0.kind == .redisPartition }
+        let kills = with.filter { $0.kind == .serverKill }, killsWithout = without.filter { $0.kind == .serverKill }
+        #expect(kills.count == killsWithout.count)
+        #expect(Set(kills.map { "\($0.target) \($0.duration)" }) == Set(killsWithout.map { "\($0.target) \($0.duration)" }))
+        for kill in kills {
+            #expect(!partitions.contains { cut in
+                cut.target == kill.target && kill.at <= cut.at + cut.duration + PartitionRecovery.bound
+                    && kill.at + kill.duration >= cut.at - .seconds(5)
+            }, "kill at \(kill.at) of instance \(kill.target) within a cut of it")
+        }
         #expect(partitions.map(\.at) == [144, 504, 864, 1224, 1584].map { .seconds($0) })
-        #expect(partitions.map(\.cut) == [.silent, .reset, .silent, .reset, .silent])
+        #expect(partitions.map(\.cut) == [.drop, .reset, .silent, .drop, .reset])
         #expect(partitions.allSatisfy { (0..<3).contains($0.target) && $0.duration >= .seconds(15) && $0.duration <= .seconds(25) })
         #expect(Set(partitions.map(\.target)).count > 1, "the instance cut is drawn")
         let short = FaultPlan.make(workload: .seconds(60), faults: [.redisPartition], instances: 2, devices: 50, joining: 0, crashes: 0, seed: 11)

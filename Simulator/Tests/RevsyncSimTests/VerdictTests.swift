@@ -1,5 +1,6 @@
 import Foundation
 import RevsyncDevice
+import RevsyncLink
 import RevsyncWire
 import Testing
 
@@ -198,6 +199,25 @@ import Testing
         let fail = VerdictChecks.liveness([pending, behind].compactMap { $0 }, devices: 3, head: 10)
         #expect(!fail.passed)
         #expect(fail.detail == "1 of 3 devices at head 10 with nothing pending; behind: device d1 (2 pending, at revision 10); device d2 (0 pending, at revision 9)")
+    }
+
+    @Test func redisPartitionsHoldOnlyWhenEveryCutInstanceSubscribedAnew() {
+        let recovered = [
+            PartitionRecovery(instance: 0, cut: .drop, secondsAfterHeal: 0.4),
+            PartitionRecovery(instance: 2, cut: .silent, secondsAfterHeal: 1.26),
+        ]
+        #expect(VerdictChecks.redisPartitions(recovered) == VerdictCheck(
+            name: VerdictChecks.Name.redisPartitions, passed: true,
+            detail: "2 cuts (1 drop, 1 silent): each instance subscribed to Redis anew, at most 1.3 s after the heal"))
+        let stuck = VerdictChecks.redisPartitions(recovered + [PartitionRecovery(instance: 1, cut: .drop, secondsAfterHeal: nil)])
+        #expect(!stuck.passed)
+        #expect(stuck.detail == "1 of 3 instances cut from Redis had no subscription made after the cut 15 s after the heal: instance 1 (drop)")
+        #expect(!VerdictChecks.redisPartitions([]).passed)
+        let restarted = PartitionRecovery(instance: 1, cut: .reset, secondsAfterHeal: nil, restarted: true)
+        #expect(VerdictChecks.redisPartitions(recovered + [restarted]).detail
+            == "2 cuts (1 drop, 1 silent): each instance subscribed to Redis anew, at most 1.3 s after the heal; "
+            + "1 not judged (the instance was restarted after the cut began)")
+        #expect(!VerdictChecks.redisPartitions([restarted]).passed, "no cut judged")
     }
 
     @Test func servedWhileRefusedHoldsOnlyWhenEveryProbeWasAnswered200() {

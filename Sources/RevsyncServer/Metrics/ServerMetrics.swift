@@ -78,6 +78,13 @@ public struct ServerMetrics: Sendable {
         handles.gauge("revsync_cache_up").record(up ? 1 : 0)
     }
 
+    /// The instance's Redis subscription (commits and device changes of the other instances)
+    /// started at `since`, or is down (nil): the gauge holds the Unix time of its last start, 0
+    /// while it is down, so that a monitor can tell a subscription made anew from one that never ended.
+    func redisSubscribed(since: Date?) {
+        handles.gauge("revsync_redis_subscribed_since_seconds").record(since?.timeIntervalSince1970 ?? 0)
+    }
+
     /// Where a `POST /sync` request ran: on a worker (`RequestWorkers`), or on its connection's
     /// task because no worker was free in time.
     func recordRequestPlacement(onWorker: Bool) {

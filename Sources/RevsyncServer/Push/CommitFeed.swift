@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import NIOCore
 import RevsyncRedis
@@ -63,14 +64,17 @@ struct CommitFeed: Service {
             keys = cache.keys.withLock { $0 }
         }
         guard let keys else { return }
-        let waiters = self.waiters, status = self.status, devices = self.deviceEvents.continuation
+        let waiters = self.waiters, status = self.status, devices = self.deviceEvents.continuation, metrics = cache.metrics
+        metrics.redisSubscribed(since: nil)
         await RedisSubscription(configuration: cache.redis.configuration, channels: [keys.commits, keys.deviceChanges], logger: logger).run(
             subscribed: {
                 status.subscribed.store(true, ordering: .relaxed)
+                metrics.redisSubscribed(since: Date())
                 devices.yield(.subscribed)
             },
             lost: {
                 status.subscribed.store(false, ordering: .relaxed)
+                metrics.redisSubscribed(since: nil)
                 devices.yield(.lost)
             },
             message: { channel, payload in

@@ -79,6 +79,13 @@ public actor ServerMetricsScraper {
         incarnations.headRevision
     }
 
+    /// The value of the unlabelled sample `name` in one instance's `/metrics` now (not kept with
+    /// the scrapes); nil if the instance could not be read or has no such sample.
+    public func currentValue(of name: String, instance index: Int) async -> Double? {
+        guard baseURLs.indices.contains(index), let text = await fetch(baseURLs[index] + "/metrics") else { return nil }
+        return PrometheusText.parse(text).first { $0.name == name && $0.labels.isEmpty }?.value
+    }
+
     private func fetch(_ url: String) async -> String? {
         do {
             let response = try await httpClient.execute(HTTPClientRequest(url: url), timeout: timeout)

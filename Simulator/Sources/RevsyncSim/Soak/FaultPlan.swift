@@ -137,24 +137,54 @@ enum FaultPlan {
             if let again { faults.append(again) }
         }
         if enabled.contains(.redisPartition) {
-            faults += partitions(total: total, instances: instances, planned: faults, seed: seed)
+            let cuts = partitions(total: total, instances: instances, planned: faults, seed: seed)
+            moveKills(&faults, outOf: cuts, total: total, instances: instances)
+            faults += cuts
         }
         return faults.sorted { $0.at < $1.at }
+    }
+
+    /// Moves each kill of an instance planned from 5 s before it is cut from Redis until the
+    /// soak stopped looking for its new subscription (``PartitionRecovery/bound`` after the heal)
+    /// to the nearest moment clear of every such window of that instance within the run's faults
+    /// (left where it was if there is none): a process started then subscribes to Redis afresh
+    /// and would hide whether the cut one noticed its subscription had died ("subscribed again
+    /// after a cut from Redis").
+    private static func moveKills(_ faults: inout [ScheduledFault], outOf cuts: [ScheduledFault], total: Double, instances: Int) {
+        for index in faults.indices where faults[index].kind == .serverKill {
+            let kill = faults[index]
+            // Each window of this instance, and how long the kill lasts.
+            let windows = cuts.filter { $0.target == kill.target % max(1, instances) }.map { cut in
+                (cut.at - .seconds(5))...(cut.at + cut.duration + PartitionRecovery.bound)
+            }
+            func clear(_ at: Duration) -> Bool {
+                at >= .zero && at.inSeconds < total * 0.9 && !windows.contains { at <= $0.upperBound && at + kill.duration >= $0.lowerBound }
+            }
+            guard !clear(kill.at) else { continue }
+            // A second clear of a window's edge either side.
+            let candidates = windows.flatMap { [$0.upperBound + .seconds(1), $0.lowerBound - kill.duration - .seconds(1)] }
+            if let nearest = candidates.filter(clear).min(by: { abs(($0 - kill.at).inSeconds) < abs(($1 - kill.at).inSeconds) }) {
+                faults[index].at = nearest
+            }
+        }
     }
 
     /// How often an instance is cut from Redis, and where in the first period (or the run).
     static let partitionPeriod = 360.0
     static let partitionPhase = 0.40
+    /// The periodic cuts' kinds, in turn.
+    static let partitionCuts: [TCPRelay.Cut] = [.drop, .reset, .silent]
 
     /// One instance at a time cut from Redis while the others keep it (`TCPRelay` between each
     /// instance and Redis), 15–25 s each (at most a tenth of a short run), every
-    /// `partitionPeriod`, silent and reset in turn. When a revocation is planned, one more
+    /// `partitionPeriod`, dropped, reset and silent in turn (`partitionCuts`). When a revocation is planned, one more
     /// partition, silent, cuts the revoked device's own instance from 3–6 s before the
     /// revocation until at least 5 s after it: the instance cannot hear the revocation
     /// announced, and must still refuse the token within the contract's second. A periodic one
     /// that would overlap it is left out. None overlaps a Redis restart, which closes every
     /// connection and would make a silent cut a loud one. From a generator of its own, so that
-    /// switching it on leaves the other faults of a seed as they were.
+    /// switching it on leaves the other faults of a seed as they were, but for a kill of a cut
+    /// instance, moved out of its cut (`moveKills`).
     private static func partitions(total: Double, instances: Int, planned: [ScheduledFault], seed: UInt64) -> [ScheduledFault] {
         var random = SplitMix64(seed: seed ^ 0x9A27_1710)
         func span() -> Double { min(15 + 10 * random.nextUnit(), max(2, total * 0.1)) }
@@ -182,7 +212,7 @@ enum FaultPlan {
             let target = Int(random.next() % UInt64(max(1, instances)))
             if !overlaps(at, duration, faults) {
                 faults.append(ScheduledFault(
-                    at: .seconds(at), kind: .redisPartition, target: target, duration: .seconds(duration), cut: turn % 2 == 0 ? .silent : .reset))
+                    at: .seconds(at), kind: .redisPartition, target: target, duration: .seconds(duration), cut: partitionCuts[turn % partitionCuts.count]))
                 turn += 1
             }
             at += partitionPeriod

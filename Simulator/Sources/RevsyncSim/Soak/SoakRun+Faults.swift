@@ -1,3 +1,4 @@
+import Foundation
 import RevsyncDevice
 import RevsyncLink
 
@@ -116,17 +117,54 @@ extension SoakRun {
             return
         }
         let relay = redisRelays[index], cut = fault.cut ?? .silent
-        let how = cut == .silent
-            ? "silently: nothing passes and nothing is closed, so only its own timeouts can tell"
-            : "by reset: its connections to Redis are closed and new ones refused"
+        let how = switch cut {
+        case .silent: "silently: nothing passes and nothing is closed, so only its own timeouts can tell"
+        case .reset: "by reset: its connections to Redis are closed and new ones refused"
+        case .drop: "by a dropped path: its open connections to Redis pass nothing, then or ever, and nothing is closed"
+        }
         note(FaultKind.redisPartition.rawValue, "instance \(index) (port \(fleet.configuration.ports[index])) cut from Redis \(how), "
             + "for \(format(fault.duration)); the others keep Redis")
+        let cutAt = Date(), process = await fleet.processIdentifier(index)
         await relay.cut(cut)
         stats.setCutInstance(index)
         try? await Task.sleep(for: fault.duration)
         relay.heal()
         stats.setCutInstance(nil)
         note("redis_healed", "instance \(index) reaches Redis again")
+        let after = await resubscription(of: index, since: cutAt, process: process, fleet: fleet)
+        // The workload ended while it looked: the heal came with the run's end, and nothing is known.
+        guard !Task.isCancelled else { return }
+        guard let after else {
+            partitionRecoveries.append(PartitionRecovery(instance: index, cut: cut, secondsAfterHeal: nil, restarted: true))
+            note("redis_not_judged", "instance \(index) was restarted after its cut began: its new process subscribed afresh")
+            return
+        }
+        partitionRecoveries.append(PartitionRecovery(instance: index, cut: cut, secondsAfterHeal: after))
+        if let after {
+            note("redis_resubscribed", "instance \(index) subscribed to Redis anew \(String(format: "%.1f", after)) s after the heal")
+        } else {
+            note("redis_not_resubscribed", "instance \(index) had no Redis subscription made after the cut "
+                + "\(format(PartitionRecovery.bound)) after the heal")
+        }
+    }
+
+    /// Seconds from now until instance `index` reports a Redis subscription started after
+    /// `cutAt` (`.some(nil)` if it did not within ``PartitionRecovery/bound``): a subscription it
+    /// kept from before may be dead without knowing it. Nil when its process is no longer
+    /// `process` (killed or restarted since the cut began).
+    private func resubscription(of index: Int, since cutAt: Date, process: Int32?, fleet: ServerFleet) async -> Double?? {
+        guard let metrics = fleet.metrics else { return .some(nil) }
+        let healed = ContinuousClock.now
+        while ContinuousClock.now - healed < PartitionRecovery.bound, !Task.isCancelled {
+            guard await fleet.processIdentifier(index) == process else { return nil }
+            if let since = await metrics.currentValue(of: PartitionRecovery.metric, instance: index), since >= cutAt.timeIntervalSince1970 {
+                // Read again: a process that started and subscribed between the two reads is not the cut one.
+                guard await fleet.processIdentifier(index) == process else { return nil }
+                return (ContinuousClock.now - healed).inSeconds
+            }
+            try? await Task.sleep(for: .milliseconds(250))
+        }
+        return .some(nil)
     }
 
     /// Copies the device's file, makes it work on so that the server moves past the

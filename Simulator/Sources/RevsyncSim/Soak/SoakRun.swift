@@ -49,6 +49,8 @@ public actor SoakRun {
     var databaseBackup: DatabaseBackup?
     /// One relay between each instance (by index) and Redis, when partitions are switched on.
     var redisRelays: [TCPRelay] = []
+    /// For each cut from Redis, whether and how soon its instance subscribed anew after the heal.
+    var partitionRecoveries: [PartitionRecovery] = []
     var offlineNow: [Int: Bool] = [:]
     var progressShown = false
     var lastProgressPrint = ContinuousClock.now - .seconds(60)
@@ -340,6 +342,7 @@ public actor SoakRun {
         checks.append(VerdictChecks.splitRequests(splits.tally))
         if settings.effectiveFaults.contains(.postgresRefuses) { checks.append(VerdictChecks.servedWhileRefused(refusalAnswers)) }
         if settings.effectiveFaults.contains(.deviceRotate) { checks.append(VerdictChecks.rotatedTokens(rotated)) }
+        if settings.effectiveFaults.contains(.redisPartition) { checks.append(VerdictChecks.redisPartitions(partitionRecoveries)) }
         if settings.effectiveFaults.contains(.schemaUpgrade) {
             checks.append(VerdictChecks.schemaUpgrade(try await SchemaUpgrade.audit(databaseURL, logger: logger)))
         }

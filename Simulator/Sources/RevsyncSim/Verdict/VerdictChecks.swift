@@ -21,6 +21,38 @@ public enum VerdictChecks {
         public static let rotatedTokens = "rotated tokens"
         public static let schemaUpgrade = "schema upgrade"
         public static let databaseRestore = "database restore"
+        public static let redisPartitions = "subscribed again after a cut from Redis"
+    }
+
+    /// Every instance cut from Redis made its Redis subscription anew after the heal, within
+    /// ``PartitionRecovery/bound``: one that kept the subscription it had before would never hear
+    /// the other instances' commits again if its path died without a word.
+    public static func redisPartitions(_ recoveries: [PartitionRecovery]) -> VerdictCheck {
+        guard !recoveries.isEmpty else {
+            return VerdictCheck(name: Name.redisPartitions, passed: false, detail: "no instance was cut from Redis: the partition did not happen")
+        }
+        let judged = recoveries.filter { !$0.restarted }
+        let restarted = recoveries.count - judged.count
+        let aside = restarted > 0 ? "; \(restarted) not judged (the instance was restarted after the cut began)" : ""
+        guard !judged.isEmpty else {
+            return VerdictCheck(
+                name: Name.redisPartitions, passed: false,
+                detail: "every instance cut from Redis was restarted before it showed a new subscription: no cut was judged" + aside)
+        }
+        let stuck = judged.filter { $0.secondsAfterHeal == nil }
+        guard stuck.isEmpty else {
+            return VerdictCheck(
+                name: Name.redisPartitions, passed: false,
+                detail: "\(stuck.count) of \(judged.count) instances cut from Redis had no subscription made after the cut "
+                    + "\(Int(PartitionRecovery.bound.inSeconds)) s after the heal: "
+                    + list(stuck.map { "instance \($0.instance) (\($0.cut.rawValue))" }) + aside)
+        }
+        let kinds = Dictionary(grouping: judged, by: \.cut.rawValue).map { "\($0.value.count) \($0.key)" }.sorted()
+        let slowest = judged.compactMap(\.secondsAfterHeal).max() ?? 0
+        return VerdictCheck(
+            name: Name.redisPartitions, passed: true,
+            detail: "\(judged.count) cut\(judged.count == 1 ? "" : "s") (\(kinds.joined(separator: ", "))): each instance subscribed to Redis anew, "
+                + "at most \(String(format: "%.1f", slowest)) s after the heal" + aside)
     }
 
     /// After the database was restored from a backup under the running servers: its history id
