@@ -152,6 +152,28 @@ import Testing
         #expect(moved > 0, "no seed planned a kill within a cut: nothing was tested")
     }
 
+    /// A schema upgrade restarts every instance: a periodic cut that would meet it (or the look
+    /// for its new subscription after the heal) is moved past it, not dropped.
+    @Test func aPartitionIsMovedPastASchemaUpgradesRestarts() {
+        for seed in UInt64(0)..<20 {
+            let with = FaultPlan.make(
+                workload: .seconds(600), faults: [.redisPartition, .schemaUpgrade], instances: 3, devices: 50, joining: 0, crashes: 0, seed: seed)
+            let without = FaultPlan.make(workload: .seconds(600), faults: [.redisPartition], instances: 3, devices: 50, joining: 0, crashes: 0, seed: seed)
+            guard let upgrade = with.first(where: { $0.kind == .schemaUpgrade }) else {
+                Issue.record("seed \(seed): no schema upgrade planned")
+                continue
+            }
+            let cuts = with.filter { $0.kind == .redisPartition }
+            #expect(cuts.count == without.filter { $0.kind == .redisPartition }.count, "seed \(seed)")
+            #expect(cuts.map(\.cut) == without.filter { $0.kind == .redisPartition }.map(\.cut))
+            for cut in cuts {
+                let upgradeEnd = upgrade.at + .seconds(3 * (SchemaUpgrade.pause.inSeconds + 10))
+                #expect(cut.at > upgradeEnd || cut.at + cut.duration + PartitionRecovery.bound < upgrade.at - .seconds(5),
+                    "seed \(seed): cut at \(cut.at) meets the upgrade at \(upgrade.at)")
+            }
+        }
+    }
+
     @Test func partitionsFromRedisTakeTurnsAndLeaveTheOtherFaultsOfASeedAsTheyWere() {
         let others: Set<FaultKind> = [.serverKill, .redisFlush, .redisRestart]
         let without = FaultPlan.make(workload: .seconds(1800), faults: others, instances: 3, devices: 50, joining: 5, crashes: 10, seed: 11)

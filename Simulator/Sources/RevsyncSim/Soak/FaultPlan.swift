@@ -182,7 +182,8 @@ enum FaultPlan {
     /// revocation until at least 5 s after it: the instance cannot hear the revocation
     /// announced, and must still refuse the token within the contract's second. A periodic one
     /// that would overlap it is left out. None overlaps a Redis restart, which closes every
-    /// connection and would make a silent cut a loud one. From a generator of its own, so that
+    /// connection and would make a silent cut a loud one, and a periodic one that would meet a
+    /// schema upgrade's restarts is moved past them. From a generator of its own, so that
     /// switching it on leaves the other faults of a seed as they were, but for a kill of a cut
     /// instance, moved out of its cut (`moveKills`).
     private static func partitions(total: Double, instances: Int, planned: [ScheduledFault], seed: UInt64) -> [ScheduledFault] {
@@ -205,14 +206,24 @@ enum FaultPlan {
                     duration: .seconds(duration), cut: .silent))
             }
         }
+        // A rolling schema upgrade restarts every instance: a cut then, or while the soak looks
+        // for its new subscription after the heal, could not be judged. A periodic cut is moved past it.
+        let upgrades = planned.filter { $0.kind == .schemaUpgrade }.map { upgrade in
+            (upgrade.at.inSeconds - 5)...(upgrade.at.inSeconds + Double(max(1, instances)) * (SchemaUpgrade.pause.inSeconds + 10))
+        }
         var at = min(partitionPeriod, total) * partitionPhase
         var turn = 0
         while at < total * 0.9 {
             let duration = span()
             let target = Int(random.next() % UInt64(max(1, instances)))
-            if !overlaps(at, duration, faults) {
+            var start = at
+            for upgrade in upgrades where start <= upgrade.upperBound && start + duration + PartitionRecovery.bound.inSeconds >= upgrade.lowerBound {
+                start = upgrade.upperBound + 1
+            }
+            if start < total * 0.9, !overlaps(start, duration, faults) {
                 faults.append(ScheduledFault(
-                    at: .seconds(at), kind: .redisPartition, target: target, duration: .seconds(duration), cut: partitionCuts[turn % partitionCuts.count]))
+                    at: .seconds(start), kind: .redisPartition, target: target, duration: .seconds(duration),
+                    cut: partitionCuts[turn % partitionCuts.count]))
                 turn += 1
             }
             at += partitionPeriod
