@@ -4,8 +4,10 @@ import Synchronization
 
 /// The client's connections: at most `poolSize`, shared by every call.
 ///
-/// Calls take the slots in turn, so concurrent calls spread over the connections and pipeline
-/// on each. A slot whose connection has failed or closed (Redis restarted, a command timed
+/// A call takes the first idle connection from the next slot in turn on, so that it does not
+/// queue behind a slow command (a write held by Redis, a large read) while another connection
+/// has nothing to do; when none is idle, it takes the next slot in turn, so concurrent calls
+/// spread over the connections (an empty slot is connected then) and pipeline on each. A slot whose connection has failed or closed (Redis restarted, a command timed
 /// out) is connected anew by the next call that takes it: that is the whole reconnect story,
 /// and it needs nothing from the caller. Calls arriving while a slot connects wait for that
 /// one connect instead of starting their own.
@@ -24,6 +26,19 @@ final class ConnectionPool: Sendable {
         var connectFailure: (error: RedisError, until: ContinuousClock.Instant)?
         /// Whether the last connect attempt failed; only the change is logged, not every attempt.
         var isUnreachable = false
+
+        /// The slot a call takes (see the type's comment); `take(_:)` moves the turn past it.
+        func choice() -> Int {
+            for offset in 0..<slots.count {
+                let slot = (next + offset) % slots.count
+                if case .ready(let connection) = slots[slot], connection.isUsable, connection.isIdle { return slot }
+            }
+            return next
+        }
+
+        mutating func take(_ slot: Int) {
+            next = (slot + 1) % slots.count
+        }
     }
 
     /// What a call found in its slot.
@@ -47,13 +62,15 @@ final class ConnectionPool: Sendable {
 
     var isShutDown: Bool { state.withLock { $0.isShutDown } }
 
-    /// The next slot's connection if it is ready, without waiting: the usual case, which needs
+    /// The chosen slot's connection if it is ready, without waiting: the usual case, which needs
     /// no async call. Nil when that slot has none yet (or a dead one); `connection()` then
-    /// takes a turn and opens it.
+    /// takes that turn and opens it.
     func readyConnection() -> RedisConnection? {
         state.withLock { state in
-            guard !state.isShutDown, case .ready(let connection) = state.slots[state.next], connection.isUsable else { return nil }
-            state.next = (state.next + 1) % state.slots.count
+            guard !state.isShutDown else { return nil }
+            let slot = state.choice()
+            guard case .ready(let connection) = state.slots[slot], connection.isUsable else { return nil }
+            state.take(slot)
             return connection
         }
     }
@@ -65,8 +82,8 @@ final class ConnectionPool: Sendable {
         let now = ContinuousClock.now
         let turn = try state.withLock { state throws(RedisError) -> Turn in
             guard !state.isShutDown else { throw .shutDown }
-            let slot = state.next
-            state.next = (state.next + 1) % state.slots.count
+            let slot = state.choice()
+            state.take(slot)
             switch state.slots[slot] {
             case .ready(let connection) where connection.isUsable:
                 return .use(connection)

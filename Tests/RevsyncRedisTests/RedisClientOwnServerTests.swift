@@ -41,6 +41,35 @@ import Testing
         }
     }
 
+    /// A call is not queued behind a command Redis holds (a `BLPOP` here; a write while Redis
+    /// is paused for writes, in the server) while another connection is idle. Taken in turn,
+    /// every second call of a pool of two would wait behind it, and the `GET`s would fail
+    /// with the blocked connection at the command timeout, before the `LPUSH` that frees it.
+    @Test func aCallTakesAnIdleConnectionRatherThanQueueBehindABlockedOne() async throws {
+        let server = try await ThrowawayRedisServer.start()
+        defer { server.kill() }
+        var configuration = server.configuration
+        configuration.poolSize = 2
+        configuration.commandTimeout = .seconds(10)
+        try await RedisClient.withClient(configuration: configuration) { client in
+            try await client.set("value", ByteBuffer(string: "here"))
+            let blocked = Task { try await client.command(["BLPOP", "list", "0"]) }
+            try await RedisClient.withClient(configuration: server.configuration) { control in
+                let deadline = ContinuousClock.now + .seconds(10)
+                while try await control.command(["INFO", "clients"]).stringValue?.contains("blocked_clients:1") != true {
+                    guard ContinuousClock.now < deadline else { throw TestSetupError("the BLPOP was not waiting in Redis within 10 s") }
+                    try await Task.sleep(for: .milliseconds(10))
+                }
+                for _ in 0..<6 {
+                    #expect(try await client.get("value") == ByteBuffer(string: "here"))
+                }
+                _ = try await control.command(["LPUSH", "list", "freed"])
+            }
+            let freed = try await blocked.value
+            #expect(freed.arrayValue?.last?.stringValue == "freed")
+        }
+    }
+
     @Test func poolNeverOpensMoreConnectionsThanItsSize() async throws {
         let server = try await ThrowawayRedisServer.start()
         defer { server.kill() }
