@@ -131,16 +131,13 @@ extension SoakRun {
         relay.heal()
         stats.setCutInstance(nil)
         note("redis_healed", "instance \(index) reaches Redis again")
-        let after = await resubscription(of: index, since: cutAt, process: process, fleet: fleet)
+        let recovery = await recovery(of: index, cut: cut, since: cutAt, process: process, fleet: fleet)
         // The workload ended while it looked: the heal came with the run's end, and nothing is known.
         guard !Task.isCancelled else { return }
-        guard let after else {
-            partitionRecoveries.append(PartitionRecovery(instance: index, cut: cut, secondsAfterHeal: nil, restarted: true))
+        partitionRecoveries.append(recovery)
+        if recovery.restarted {
             note("redis_not_judged", "instance \(index) was restarted after its cut began: its new process subscribed afresh")
-            return
-        }
-        partitionRecoveries.append(PartitionRecovery(instance: index, cut: cut, secondsAfterHeal: after))
-        if let after {
+        } else if let after = recovery.secondsAfterHeal {
             note("redis_resubscribed", "instance \(index) subscribed to Redis anew \(String(format: "%.1f", after)) s after the heal")
         } else {
             note("redis_not_resubscribed", "instance \(index) had no Redis subscription made after the cut "
@@ -148,23 +145,33 @@ extension SoakRun {
         }
     }
 
-    /// Seconds from now until instance `index` reports a Redis subscription started after
-    /// `cutAt` (`.some(nil)` if it did not within ``PartitionRecovery/bound``): a subscription it
-    /// kept from before may be dead without knowing it. Nil when its process is no longer
-    /// `process` (killed or restarted since the cut began).
-    private func resubscription(of index: Int, since cutAt: Date, process: Int32?, fleet: ServerFleet) async -> Double?? {
-        guard let metrics = fleet.metrics else { return .some(nil) }
+    /// How instance `index` came back from its cut, watched from now (the heal): the seconds until
+    /// it reports a Redis subscription started after `cutAt` (a subscription it kept from before
+    /// may be dead without knowing it), none within ``PartitionRecovery/bound``, or `restarted`
+    /// when its process is no longer `process` (killed or restarted since the cut began).
+    private func recovery(
+        of index: Int, cut: TCPRelay.Cut, since cutAt: Date, process: Int32?, fleet: ServerFleet
+    ) async -> PartitionRecovery {
+        var recovery = PartitionRecovery(instance: index, cut: cut, secondsAfterHeal: nil)
+        guard let metrics = fleet.metrics else { return recovery }
         let healed = ContinuousClock.now
         while ContinuousClock.now - healed < PartitionRecovery.bound, !Task.isCancelled {
-            guard await fleet.processIdentifier(index) == process else { return nil }
+            if await fleet.processIdentifier(index) != process {
+                recovery.restarted = true
+                return recovery
+            }
             if let since = await metrics.currentValue(of: PartitionRecovery.metric, instance: index), since >= cutAt.timeIntervalSince1970 {
                 // Read again: a process that started and subscribed between the two reads is not the cut one.
-                guard await fleet.processIdentifier(index) == process else { return nil }
-                return (ContinuousClock.now - healed).inSeconds
+                if await fleet.processIdentifier(index) != process {
+                    recovery.restarted = true
+                } else {
+                    recovery.secondsAfterHeal = (ContinuousClock.now - healed).inSeconds
+                }
+                return recovery
             }
             try? await Task.sleep(for: .milliseconds(250))
         }
-        return .some(nil)
+        return recovery
     }
 
     /// Copies the device's file, makes it work on so that the server moves past the
