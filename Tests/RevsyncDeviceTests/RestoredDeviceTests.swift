@@ -172,6 +172,45 @@ struct RestoredDeviceTests {
         try await harness.expectConverged(restored)
     }
 
+    /// A suspect the server refuses as too large even alone, met while probing (its limits were
+    /// lowered after the lost copy sent it): dropped with a notification, as outside a search,
+    /// and the search goes on past it, instead of the sync failing at that probe every time.
+    @Test func aSuspectTooLargeEvenAloneIsDroppedAndTheSearchGoesOn() async throws {
+        let harness = try await EngineHarness()
+        let team = harness.teamId
+        // The backup holds seqs 1 and 2 unsent (2 makes five players); the lost copy sent both, then made seq 3.
+        let backup = try await backupOverTakenByLaterChanges(harness) { a in
+            _ = try await a.transaction { tx in try tx.create("notes", ["body": "first"]) }
+            try await a.transaction { tx in
+                for number in 1...5 { _ = try tx.create("players", ["team_id": .integer(team), "number": .integer(Int64(number))]) }
+            }
+        } afterBackup: { a in
+            _ = try await a.transaction { tx in try tx.create("notes", ["body": "after the backup"]) }
+        }
+        await harness.server.setNamesFirstReusedSeq(false)
+        await harness.server.setRequestOperationLimit(4)
+        let restored = try SyncEngine(databasePath: backup, transport: harness.server, configuration: harness.configuration())
+        try await restored.transaction { tx in try tx.update("teams", id: team, ["city": "Bath"]) }
+        #expect(try await restored.pendingChangeSets().map(\.seq) == [1, 2, 3])
+        let before = await harness.server.received.count
+
+        let report = try await restored.syncOnce()
+        // All three (seven operations) are too many; one at a time, 1 is proven a retry, 2 is too
+        // large alone and dropped, 3 is refused as reused and renumbered after the server's 3.
+        // The drop restores the request size: 1 and the renumbered 4 go together.
+        let sent = await harness.server.received.dropFirst(before).map { $0.changeSets.compactMap(\.seq) }
+        #expect(sent == [[1, 2, 3], [1], [2], [3], [1, 4]], "sent \(sent)")
+        #expect(report.conflicts.map { $0.seq } == [2])
+        #expect(report.conflicts.first?.reason.message.contains("too large") == true)
+        #expect(report.acknowledged == [1, 4])
+        #expect(report.bootstrapped, "a snapshot undoes the dropped change set's edits")
+        #expect(try await restored.pendingChangeSets().isEmpty)
+        #expect(await noteBodies(harness) == ["after the backup", "first"], "nothing twice")
+        #expect(await harness.server.snapshotRecords("players").count == 5, "the lost copy's players stay")
+        #expect(await harness.server.snapshotRecords("teams").first?["city"] == "Bath")
+        try await harness.expectConverged(restored)
+    }
+
     @Test func countersMovePastTheServersBeforeTheFirstSyncSoLaterEditsNeverCollide() async throws {
         let harness = try await EngineHarness()
         let backup = try await syncedBackup(harness)

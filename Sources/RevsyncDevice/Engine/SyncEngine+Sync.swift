@@ -259,9 +259,13 @@ extension SyncEngine {
                     limit = max(1, request.changeSets.count / 2)
                 case .fail:
                     // A proxy's 413 (`byServer` false) is the proxy's limit to mend, not the change set's.
-                    guard case .tooLarge(let message, true) = error, probing == nil, request.changeSets.count == 1,
+                    guard case .tooLarge(let message, true) = error, request.changeSets.count == 1,
                         let seq = request.changeSets.first?.seq
                     else { throw error }
+                    // A probe's suspect no request can carry (the limits were lowered after it was
+                    // handled) goes the same way; gone from the outbox, it counts for the search as
+                    // accepted, which moves the search past it.
+                    if probing != nil { search?.record(refused: false) }
                     // Seqs the server is known to have handled keep their numbers: renumbering
                     // over them would make a retry look like another change set.
                     let handledThrough = serverCounters.map { max($0.lastSeq, provenRetriesThrough) }
