@@ -6,8 +6,10 @@ import Synchronization
 ///
 /// A call takes the first idle connection from the next slot in turn on, so that it does not
 /// queue behind a slow command (a write held by Redis, a large read) while another connection
-/// has nothing to do; when none is idle, it takes the next slot in turn, so concurrent calls
-/// spread over the connections (an empty slot is connected then) and pipeline on each. A slot whose connection has failed or closed (Redis restarted, a command timed
+/// has nothing to do. With none idle, it opens a connection in the first slot without one, so
+/// that concurrent calls spread over up to `poolSize` connections; with every slot connected and
+/// busy, it takes the one with the fewest replies awaited (a pipeline's each count) and
+/// pipelines behind them. A slot whose connection has failed or closed (Redis restarted, a command timed
 /// out) is connected anew by the next call that takes it: that is the whole reconnect story,
 /// and it needs nothing from the caller. Calls arriving while a slot connects wait for that
 /// one connect instead of starting their own.
@@ -29,11 +31,22 @@ final class ConnectionPool: Sendable {
 
         /// The slot a call takes (see the type's comment); `take(_:)` moves the turn past it.
         func choice() -> Int {
+            var leastBusy: (slot: Int, replies: Int)?
+            var unconnected: Int?
             for offset in 0..<slots.count {
                 let slot = (next + offset) % slots.count
-                if case .ready(let connection) = slots[slot], connection.isUsable, connection.isIdle { return slot }
+                switch slots[slot] {
+                case .ready(let connection) where connection.isUsable:
+                    let replies = connection.awaitedReplies
+                    if replies == 0 { return slot }
+                    if replies < leastBusy?.replies ?? .max { leastBusy = (slot, replies) }
+                case .ready, .empty:
+                    if unconnected == nil { unconnected = slot }
+                case .connecting:
+                    break
+                }
             }
-            return next
+            return unconnected ?? leastBusy?.slot ?? next
         }
 
         mutating func take(_ slot: Int) {

@@ -8,10 +8,10 @@ import Synchronization
 /// Commands are written and their replies read on event loops; callers just `await`, and no
 /// thread ever blocks on Redis. The client keeps at most ``RedisConfiguration/poolSize``
 /// connections, and concurrent calls share them: a call takes a connection with nothing
-/// outstanding if there is one, and otherwise the next in turn, pipelined behind the calls
-/// already waiting on it. A command that blocks on the server (`BLPOP`, or a write while
-/// Redis is paused) holds up the calls behind it on its connection, but no call goes behind
-/// it while another connection is idle.
+/// outstanding if there is one, else opens one while fewer than the pool size are open, else
+/// is pipelined on the one with the fewest replies awaited. A command that blocks on the
+/// server (`BLPOP`, or a write while Redis is paused) holds up the calls behind it on its
+/// connection, but no call goes behind it while another connection is idle.
 ///
 /// Failures are ``RedisError``s. A connection that fails or times out is closed, and the next
 /// call to need it opens a new one, so after Redis restarts the client recovers by itself.

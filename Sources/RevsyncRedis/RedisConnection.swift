@@ -19,8 +19,8 @@ import Darwin
 final class RedisConnection: Sendable {
     private let channel: any Channel
     private let endpoint: String
-    /// Commands written and not yet answered, counted from the caller's side so that the pool
-    /// sees a call at once, before the event loop has written it.
+    /// Replies awaited (a pipeline's each count), counted from the caller's side so that the
+    /// pool sees a call at once, before the event loop has written it.
     private let outstanding = Atomic<Int>(0)
 
     private init(channel: any Channel, endpoint: String) {
@@ -71,8 +71,8 @@ final class RedisConnection: Sendable {
     /// Whether the connection can take commands: neither failed nor closed, by either side.
     var isUsable: Bool { channel.isActive }
 
-    /// Whether no command on it waits for its reply: a call made now is not queued behind one.
-    var isIdle: Bool { outstanding.load(ordering: .relaxed) == 0 }
+    /// How many replies its callers wait for: 0 when a call made now is queued behind none.
+    var awaitedReplies: Int { outstanding.load(ordering: .relaxed) }
 
     /// Sends one command and waits for its reply. An error reply is returned, not thrown.
     func execute(_ arguments: [ByteBuffer]) async throws(RedisError) -> RedisValue {
@@ -132,8 +132,8 @@ final class RedisConnection: Sendable {
     /// Writes `bytes`; the future completes with `replyCount` replies, or fails with a ``RedisError``.
     private func submit(_ bytes: ByteBuffer, replyCount: Int) -> EventLoopFuture<[RedisValue]> {
         let promise = channel.eventLoop.makePromise(of: [RedisValue].self)
-        outstanding.add(1, ordering: .relaxed)
-        promise.futureResult.whenComplete { [self] _ in outstanding.subtract(1, ordering: .relaxed) }
+        outstanding.add(replyCount, ordering: .relaxed)
+        promise.futureResult.whenComplete { [self] _ in outstanding.subtract(replyCount, ordering: .relaxed) }
         // A write that never reaches the handler (the channel closed and took its handlers away)
         // must still fail its caller; when the handler has already answered, this does nothing.
         channel.writeAndFlush(RedisRequest(bytes: bytes, replyCount: replyCount, promise: promise)).whenFailure { [endpoint] error in

@@ -308,21 +308,32 @@ import Testing
             _ = try await harness.sync(reader, from: head)  // authenticates once
             let keys = try await Self.keys(harness)
             let control = try Self.redis(url)
-            // Long enough for both requests on a loaded machine (the whole suite here has taken
-            // 2.6 s for the write and 2 s for the read); the reader's reads go on connections
-            // with nothing outstanding, not behind the paused write (`ConnectionPool`).
+            // The earlier commits' cache writes must be over before the pause: a batch is answered
+            // only after the one before it was published (`PublicationTurn`), so the writer would
+            // wait out the pause behind a held write of revision 3. (Its reply is counted just
+            // before its turn ends, well before the next commit's leader looks.)
+            try await eventually("the earlier commits cached", within: .seconds(10)) {
+                let cached = try await control.get(keys.head).map { String(buffer: $0) }
+                return Self.cacheCount(harness.server, "writes") >= Int(head) && cached == String(head)
+            }
+            // Long enough for both requests on a loaded machine (in the whole suite here the
+            // reader's has taken 2 s); the reader's reads go on connections with nothing
+            // outstanding, not behind the paused write (`ConnectionPool`).
             _ = try await control.command(["CLIENT", "PAUSE", "30000", "WRITE"])
+            let paused = ContinuousClock.now
             let written = try await harness.sync(writer, from: head, Self.notes(from: 4, count: 1))
             let revision = written.maxRevision
             #expect(revision == head + 1)
             let (misses, errors) = (Self.cacheCount(harness.server, "misses"), Self.cacheErrors(harness.server))
+            let asked = ContinuousClock.now
             let (status, body) = try await harness.post(reader, SyncRequest(maxRevision: 0, changeSets: []), gzip: gzip)
+            let answered = ContinuousClock.now
             let missed = Self.cacheCount(harness.server, "misses") - misses
             let cachedHead = try await control.get(keys.head).map { String(buffer: $0) }
             _ = try await control.command(["CLIENT", "UNPAUSE"])
             #expect(status == .ok, "\(String(buffer: body))")
             // Redis still lacked the commit once the answer was out, and no Redis call failed.
-            #expect(cachedHead == String(head), "Redis had head \(cachedHead ?? "none") when the reader was answered")
+            #expect(cachedHead == String(head), "Redis had head \(cachedHead ?? "none") when the reader was answered (the writer took \(asked - paused), the reader \(answered - asked))")
             #expect(Self.cacheErrors(harness.server) == errors)
             let page = try JSONDecoder().decode(SyncResponse.self, from: Data(body.readableBytesView))
             #expect(page.changeSets.compactMap(\.revision) == Array(1...revision), "the reader was answered \(page.changeSets.compactMap(\.revision)) while Redis lacked \(revision)")
