@@ -55,11 +55,7 @@ import Testing
             try await client.set("value", ByteBuffer(string: "here"))
             let blocked = Task { try await client.command(["BLPOP", "list", "0"]) }
             try await RedisClient.withClient(configuration: server.configuration) { control in
-                let deadline = ContinuousClock.now + .seconds(10)
-                while try await control.command(["INFO", "clients"]).stringValue?.contains("blocked_clients:1") != true {
-                    guard ContinuousClock.now < deadline else { throw TestSetupError("the BLPOP was not waiting in Redis within 10 s") }
-                    try await Task.sleep(for: .milliseconds(10))
-                }
+                try await Self.waitUntil("the BLPOP waiting in Redis") { try await Self.blocked(control) == 1 }
                 for _ in 0..<6 {
                     #expect(try await client.get("value") == ByteBuffer(string: "here"))
                 }
@@ -68,6 +64,58 @@ import Testing
             let freed = try await blocked.value
             #expect(freed.arrayValue?.last?.stringValue == "freed")
         }
+    }
+
+    /// With every connection open and waiting, a call goes behind the fewest replies: here a
+    /// lone `BLPOP` that is freed first, not a pipeline held behind another `BLPOP`. Taken in
+    /// turn, the `GET` would land behind the pipeline and fail at the command timeout.
+    @Test func withNoConnectionIdleACallTakesTheOneAwaitingTheFewestReplies() async throws {
+        let server = try await ThrowawayRedisServer.start()
+        defer { server.kill() }
+        var configuration = server.configuration
+        configuration.poolSize = 2
+        configuration.commandTimeout = .seconds(10)
+        try await RedisClient.withClient(configuration: configuration) { client in
+            try await client.set("value", ByteBuffer(string: "here"))
+            try await RedisClient.withClient(configuration: server.configuration) { control in
+                let held = Task { try await client.pipeline([["BLPOP", "held", "0"], ["GET", "value"], ["GET", "value"]]) }
+                try await Self.waitUntil("the pipeline's BLPOP waiting in Redis") { try await Self.blocked(control) == 1 }
+                let freedFirst = Task { try await client.command(["BLPOP", "first", "0"]) }
+                try await Self.waitUntil("both BLPOPs waiting in Redis") { try await Self.blocked(control) == 2 }
+                let read = Task { try await client.get("value") }
+                // The GET is written before the first BLPOP is freed: it waits, unread, in the query
+                // buffer of the connection it went to, beside the pipeline's two in the other's.
+                try await Self.waitUntil("the GET queued behind the lone BLPOP") { try await Self.blockedWithCommandsBehind(control) == 2 }
+                _ = try await control.command(["LPUSH", "first", "x"])
+                #expect(try await freedFirst.value.arrayValue?.last?.stringValue == "x")
+                #expect(try await read.value == ByteBuffer(string: "here"))
+                _ = try await control.command(["LPUSH", "held", "y"])
+                #expect(try await held.value.count == 3)
+            }
+        }
+    }
+
+    /// Connections waiting in a blocking command (`INFO clients`).
+    private static func blocked(_ control: RedisClient) async throws -> Int? {
+        let info = try await control.command(["INFO", "clients"]).stringValue ?? ""
+        return info.split(whereSeparator: \.isNewline).first { $0.hasPrefix("blocked_clients:") }.flatMap { Int($0.dropFirst("blocked_clients:".count)) }
+    }
+
+    private static func waitUntil(_ what: String, _ condition: () async throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try await !condition() {
+            guard ContinuousClock.now < deadline else { throw TestSetupError("not within 10 s: \(what)") }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    /// Blocked connections with commands waiting unread behind their block (`CLIENT LIST`'s `qbuf`).
+    private static func blockedWithCommandsBehind(_ control: RedisClient) async throws -> Int {
+        let clients = try await control.command(["CLIENT", "LIST"]).stringValue ?? ""
+        return clients.split(separator: "\n").filter { line in
+            let fields = line.split(separator: " ")
+            return fields.contains("flags=b") && fields.contains { $0.hasPrefix("qbuf=") && $0 != "qbuf=0" }
+        }.count
     }
 
     @Test func poolNeverOpensMoreConnectionsThanItsSize() async throws {
