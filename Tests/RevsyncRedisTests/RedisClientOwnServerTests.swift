@@ -46,21 +46,13 @@ import Testing
     /// every second call of a pool of two would wait behind it, and the `GET`s would fail
     /// with the blocked connection at the command timeout, before the `LPUSH` that frees it.
     @Test func aCallTakesAnIdleConnectionRatherThanQueueBehindABlockedOne() async throws {
-        let server = try await ThrowawayRedisServer.start()
-        defer { server.kill() }
-        var configuration = server.configuration
-        configuration.poolSize = 2
-        configuration.commandTimeout = .seconds(10)
-        try await RedisClient.withClient(configuration: configuration) { client in
-            try await client.set("value", ByteBuffer(string: "here"))
+        try await Self.withPoolOfTwo { client, control in
             let blocked = Task { try await client.command(["BLPOP", "list", "0"]) }
-            try await RedisClient.withClient(configuration: server.configuration) { control in
-                try await Self.waitUntil("the BLPOP waiting in Redis") { try await Self.blocked(control) == 1 }
-                for _ in 0..<6 {
-                    #expect(try await client.get("value") == ByteBuffer(string: "here"))
-                }
-                _ = try await control.command(["LPUSH", "list", "freed"])
+            try await Self.waitUntil("the BLPOP waiting in Redis") { try await Self.blocked(control) == 1 }
+            for _ in 0..<6 {
+                #expect(try await client.get("value") == ByteBuffer(string: "here"))
             }
+            _ = try await control.command(["LPUSH", "list", "freed"])
             let freed = try await blocked.value
             #expect(freed.arrayValue?.last?.stringValue == "freed")
         }
@@ -70,6 +62,26 @@ import Testing
     /// lone `BLPOP` that is freed first, not a pipeline held behind another `BLPOP`. Taken in
     /// turn, the `GET` would land behind the pipeline and fail at the command timeout.
     @Test func withNoConnectionIdleACallTakesTheOneAwaitingTheFewestReplies() async throws {
+        try await Self.withPoolOfTwo { client, control in
+            let held = Task { try await client.pipeline([["BLPOP", "held", "0"], ["GET", "value"], ["GET", "value"]]) }
+            try await Self.waitUntil("the pipeline's BLPOP waiting in Redis") { try await Self.blocked(control) == 1 }
+            let freedFirst = Task { try await client.command(["BLPOP", "first", "0"]) }
+            try await Self.waitUntil("both BLPOPs waiting in Redis") { try await Self.blocked(control) == 2 }
+            let read = Task { try await client.get("value") }
+            // The GET is written before the first BLPOP is freed: it waits, unread, in the query
+            // buffer of the connection it went to, beside the pipeline's two in the other's.
+            try await Self.waitUntil("the GET queued behind the lone BLPOP") { try await Self.blockedWithCommandsBehind(control) == 2 }
+            _ = try await control.command(["LPUSH", "first", "x"])
+            #expect(try await freedFirst.value.arrayValue?.last?.stringValue == "x")
+            #expect(try await read.value == ByteBuffer(string: "here"))
+            _ = try await control.command(["LPUSH", "held", "y"])
+            #expect(try await held.value.count == 3)
+        }
+    }
+
+    /// Runs `body` with a client of a Redis of the test's own (a pool of two, a 10 s command
+    /// timeout, `value` set to `here`) and a control client of the same server.
+    private static func withPoolOfTwo(_ body: (RedisClient, RedisClient) async throws -> Void) async throws {
         let server = try await ThrowawayRedisServer.start()
         defer { server.kill() }
         var configuration = server.configuration
@@ -77,21 +89,7 @@ import Testing
         configuration.commandTimeout = .seconds(10)
         try await RedisClient.withClient(configuration: configuration) { client in
             try await client.set("value", ByteBuffer(string: "here"))
-            try await RedisClient.withClient(configuration: server.configuration) { control in
-                let held = Task { try await client.pipeline([["BLPOP", "held", "0"], ["GET", "value"], ["GET", "value"]]) }
-                try await Self.waitUntil("the pipeline's BLPOP waiting in Redis") { try await Self.blocked(control) == 1 }
-                let freedFirst = Task { try await client.command(["BLPOP", "first", "0"]) }
-                try await Self.waitUntil("both BLPOPs waiting in Redis") { try await Self.blocked(control) == 2 }
-                let read = Task { try await client.get("value") }
-                // The GET is written before the first BLPOP is freed: it waits, unread, in the query
-                // buffer of the connection it went to, beside the pipeline's two in the other's.
-                try await Self.waitUntil("the GET queued behind the lone BLPOP") { try await Self.blockedWithCommandsBehind(control) == 2 }
-                _ = try await control.command(["LPUSH", "first", "x"])
-                #expect(try await freedFirst.value.arrayValue?.last?.stringValue == "x")
-                #expect(try await read.value == ByteBuffer(string: "here"))
-                _ = try await control.command(["LPUSH", "held", "y"])
-                #expect(try await held.value.count == 3)
-            }
+            try await RedisClient.withClient(configuration: server.configuration) { control in try await body(client, control) }
         }
     }
 
