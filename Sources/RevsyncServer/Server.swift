@@ -58,7 +58,8 @@ public struct Server: Sendable {
         self.logger = logger
         let configuration = try Self.postgresConfiguration(settings)
         postgres = PostgresClient(configuration: configuration, backgroundLogger: logger)
-        database = Database(client: postgres, logger: logger, timeout: settings.databaseTimeout)
+        let keepAlive = try DatabaseURL.keepAlive(settings.databaseURL)
+        database = Database(client: postgres, logger: logger, timeout: settings.databaseTimeout, keepAlive: keepAlive)
         metrics = ServerMetrics(entities: Set(schema.entities.map(\.name)))
         migrator = Migrator(database: database, schema: schema, schemaDocument: String(decoding: schemaData, as: UTF8.self))
         devices = DeviceStore(database: database, lookupsPerSecond: settings.tokenLookupsPerSecond, batchedLookups: true)

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import RevsyncTestSupport
 import Testing
 @testable import RevsyncServer
 
@@ -149,5 +150,33 @@ import Testing
         }
         // Through the whole URL, as the server reads it.
         _ = try DatabaseURL.configuration("postgres://u@db.example/revsync?sslmode=require", connections: 2)
+    }
+
+    /// TCP keep-alive as libpq names it in a URL: ours by default, `keepalives=0` for the
+    /// system's settings, 0 for one value the system's; anything else is refused by name.
+    @Test func keepAliveParametersAreReadAsLibpqNamesThem() throws {
+        let standard = try #require(try DatabaseURL.keepAlive("postgres://u@db.example/revsync"))
+        #expect(standard == TCPKeepAlive())
+        #expect((standard.idle, standard.interval, standard.count, standard.userTimeoutMilliseconds) == (5, 2, 3, 10_000))
+        #expect(try DatabaseURL.keepAlive("postgres://u@db.example/revsync?keepalives=0&keepalives_idle=9") == nil)
+        let chosen = try #require(
+            try DatabaseURL.keepAlive(
+                "postgres://u@db.example/revsync?sslmode=require&keepalives=1&keepalives_idle=30&keepalives_interval=0&keepalives_count=9&tcp_user_timeout=60000"))
+        #expect((chosen.idle, chosen.interval, chosen.count, chosen.userTimeoutMilliseconds) == (30, 0, 9, 60_000))
+        #expect { try DatabaseURL.keepAlive("postgres://u@db.example/revsync?keepalives=yes") } throws: { error in
+            "\(error)" == "keepalives in REVSYNC_DATABASE_URL must be 0 or 1, not \"yes\""
+        }
+        #expect { try DatabaseURL.keepAlive("postgres://u@db.example/revsync?keepalives_idle=40000") } throws: { error in
+            "\(error)" == "keepalives_idle in REVSYNC_DATABASE_URL must be a whole number of seconds from 0 (the system's) to 32767, not \"40000\""
+        }
+        #expect { try DatabaseURL.keepAlive("postgres://u@db.example/revsync?tcp_user_timeout=-1") } throws: { error in
+            "\(error)" == "tcp_user_timeout in REVSYNC_DATABASE_URL must be a whole number of milliseconds from 0 (the system's) to 2147483647, not \"-1\""
+        }
+        // The server refuses to start on it, before connecting to anything.
+        var settings = ServerSettings.forTests(databaseURL: "postgres://u@127.0.0.1:1/revsync?keepalives_count=x")
+        settings.redisURL = nil
+        #expect { try Server(settings: settings, logger: Logger(label: "test")) } throws: { error in
+            "\(error)" == "keepalives_count in REVSYNC_DATABASE_URL must be a whole number of probes from 0 (the system's) to 127, not \"x\""
+        }
     }
 }

@@ -38,6 +38,13 @@ package enum DatabaseURL {
         return configuration
     }
 
+    /// The TCP keep-alive every connection gets (`TCPKeepAlive`), from the URL's libpq
+    /// parameters; nil for `keepalives=0`.
+    package static func keepAlive(_ text: String) throws -> TCPKeepAlive? {
+        let items = URLComponents(string: text)?.queryItems ?? []
+        return try TCPKeepAlive.from { name in items.first { $0.name == name }?.value }
+    }
+
     /// TLS as libpq's `sslmode` means it: `allow` and `prefer` encrypt when the server can,
     /// `require` always, and neither checks the server's certificate (managed PostgreSQL
     /// services commonly present one of their own CA, and `require` is what their guides say);

@@ -16,12 +16,25 @@ public struct Database: Sendable {
     public let leases = LeaseCounter()
     /// Every wait's deadline for a connection, on one timer.
     let waitDeadlines: ConnectionWaitDeadlines
+    /// Sets each connection's TCP keep-alive on its first lease.
+    let sockets: ConnectionSockets
 
     public init(client: PostgresClient, logger: Logger, timeout: Duration) {
         self.client = client
         self.logger = logger
         self.timeout = timeout
         self.waitDeadlines = ConnectionWaitDeadlines(limit: timeout)
+        self.sockets = ConnectionSockets(keepAlive: TCPKeepAlive(), logger: logger)
+    }
+
+    /// - Parameter keepAlive: how each connection finds a silently dead path
+    ///   (`TCPKeepAlive`); nil keeps the system's TCP settings.
+    package init(client: PostgresClient, logger: Logger, timeout: Duration, keepAlive: TCPKeepAlive?) {
+        self.client = client
+        self.logger = logger
+        self.timeout = timeout
+        self.waitDeadlines = ConnectionWaitDeadlines(limit: timeout)
+        self.sockets = ConnectionSockets(keepAlive: keepAlive, logger: logger)
     }
 
     /// Runs `body` on one connection, in the caller's task. Waiting longer than the timeout for
@@ -95,6 +108,7 @@ public struct Database: Sendable {
                 group.cancelAll()
                 throw StoreError.unavailable("no PostgreSQL connection became free within \(timeout)")
             }
+            await sockets.prepare(connection)
             let result = try await body(connection)
             group.cancelAll()
             return result

@@ -106,18 +106,26 @@ struct TestHarness: Sendable {
     /// Fewer than the pool's size, and at most 20 s: a service may hold a connection for long,
     /// and PostgreSQL may turn new ones away for a while when the suite has them all. It is a
     /// warm-up, not a check: what it could not open, the test opens as it goes.
-    func warmPool(_ count: Int) async throws {
+    ///
+    /// `asRequests`: leased the way requests lease them (`Database.withConnection`), which sets
+    /// each connection's TCP keep-alive; the lease count then counts them.
+    func warmPool(_ count: Int, asRequests: Bool = false) async throws {
         let leased = LeaseCount()
         let server = self.server, deadline = ContinuousClock.now + .seconds(20)
+        // Held until every lease is out, so that each is a connection of its own.
+        let hold: @Sendable (PostgresConnection) async throws -> Void = { _ in
+            leased.value.add(1, ordering: .sequentiallyConsistent)
+            while leased.value.load(ordering: .sequentiallyConsistent) < count, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+        }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<count {
                 group.addTask {
-                    try? await server.postgres.withConnection { _ in
-                        leased.value.add(1, ordering: .sequentiallyConsistent)
-                        // Held until every lease is out, so that each is a connection of its own.
-                        while leased.value.load(ordering: .sequentiallyConsistent) < count, ContinuousClock.now < deadline {
-                            try await Task.sleep(for: .milliseconds(5))
-                        }
+                    if asRequests {
+                        try? await server.database.withConnection(unlimited: true, hold)
+                    } else {
+                        try? await server.postgres.withConnection(hold)
                     }
                 }
             }
