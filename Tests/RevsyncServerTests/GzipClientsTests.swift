@@ -1,4 +1,5 @@
 import Foundation
+import RevsyncLink
 import RevsyncTestSupport
 import Testing
 

@@ -172,6 +172,14 @@ import Testing
         #expect { try DatabaseURL.keepAlive("postgres://u@db.example/revsync?tcp_user_timeout=-1") } throws: { error in
             "\(error)" == "tcp_user_timeout in REVSYNC_DATABASE_URL must be a whole number of milliseconds from 0 (the system's) to 2147483647, not \"-1\""
         }
+        // PostgreSQL's end of each connection gets the same, and the connections a name.
+        let startup = try DatabaseURL.configuration(
+            "postgres://u@db.example/revsync?keepalives_interval=0&application_name=shop-1", connections: 2
+        ).options.additionalStartupParameters.map { "\($0)=\($1)" }
+        #expect(Set(startup).isSuperset(of: ["application_name=shop-1", "tcp_keepalives_idle=5", "tcp_keepalives_count=3", "tcp_user_timeout=10000"]))
+        #expect(!startup.contains { $0.hasPrefix("tcp_keepalives_interval=") })
+        let off = try DatabaseURL.configuration("postgres://u@db.example/revsync?keepalives=0", connections: 2).options.additionalStartupParameters
+        #expect(off.map(\.0) == ["TimeZone", "application_name"] && off[1].1 == "revsync")
         // The server refuses to start on it, before connecting to anything.
         var settings = ServerSettings.forTests(databaseURL: "postgres://u@127.0.0.1:1/revsync?keepalives_count=x")
         settings.redisURL = nil

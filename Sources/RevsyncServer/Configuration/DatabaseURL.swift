@@ -27,7 +27,18 @@ package enum DatabaseURL {
         configuration.options.maximumConnections = connections
         configuration.options.connectTimeout = .seconds(3)
         // Timestamps are read and written in UTC regardless of the server's setting.
-        configuration.options.additionalStartupParameters = [("TimeZone", "UTC")]
+        configuration.options.additionalStartupParameters = [("TimeZone", "UTC"), ("application_name", query("application_name") ?? "revsync")]
+        if let keepAlive = try keepAlive(text) {
+            // The same keep-alive on PostgreSQL's end of each connection (its own settings,
+            // PostgreSQL 12 or newer): a backend whose client's path died stops waiting for it
+            // and ends, and a transaction it held open (locks, the revision row) rolls back,
+            // rather than after the system's two hours.
+            let serverSide = [
+                ("tcp_keepalives_idle", keepAlive.idle), ("tcp_keepalives_interval", keepAlive.interval),
+                ("tcp_keepalives_count", keepAlive.count), ("tcp_user_timeout", keepAlive.userTimeoutMilliseconds),
+            ]
+            configuration.options.additionalStartupParameters += serverSide.filter { $0.1 > 0 }.map { ($0.0, "\($0.1)") }
+        }
         if let statementTimeout {
             // PostgreSQL cancels a statement (or a wait for a lock) that runs too long, and the
             // transaction rolls back: unlike a timer in the server, it cannot leave a COMMIT

@@ -1,11 +1,11 @@
 import Foundation
-import RevsyncTestSupport
 
 /// Runs a program and returns its standard output; a failure throws with its standard error.
 ///
 /// Output goes to files and the exit is awaited through the termination handler: blocking
-/// reads or `waitUntilExit` would hold one of the few threads the live server runs on.
-func runProgram(_ arguments: [String], input: Data? = nil) async throws -> Data {
+/// reads or `waitUntilExit` would hold one of the few threads a live server in the same
+/// process runs on.
+public func runProgram(_ arguments: [String], input: Data? = nil) async throws -> Data {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("program-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: directory) }
@@ -32,7 +32,12 @@ func runProgram(_ arguments: [String], input: Data? = nil) async throws -> Data 
     }
     guard status == 0 else {
         let failure = (try? Data(contentsOf: errorFile)) ?? Data()
-        throw TestSetupError("\(arguments.joined(separator: " ")) failed (\(status)): \(String(decoding: failure, as: UTF8.self))")
+        throw ProgramFailure(description: "\(arguments.joined(separator: " ")) failed (\(status)): \(String(decoding: failure, as: UTF8.self))")
     }
     return try Data(contentsOf: outputFile)
+}
+
+/// A program that could not run or exited with a failure, with its standard error.
+public struct ProgramFailure: Error, CustomStringConvertible {
+    public let description: String
 }
