@@ -70,7 +70,7 @@ struct RevsyncSimCommand: AsyncParsableCommand {
 
     @Option(help: """
         Faults, comma-separated: server-kill, redis-flush, redis-restart, postgres-restart, postgres-refuses, snapshot-removed, schema-upgrade, \
-        database-restore, redis-partition (server side), \
+        database-restore, redis-partition, postgres-path-dies (server side; the last needs root and nft), \
         device-restore, device-revoke, device-role-downgrade, device-rotate (device side), all or none.
         """)
     var faults = "server-kill,redis-flush"

@@ -35,7 +35,7 @@ struct CISoakTests {
         settings.seedRecords = 5_000
         settings.faults = [
             .serverKill, .redisFlush, .snapshotRemoved, .deviceRestore, .deviceRevoke, .deviceRoleDowngrade, .deviceRotate, .databaseRestore,
-            .redisPartition,
+            .redisPartition, .postgresPathDies,
         ]
         settings.drainBound = .seconds(240)
         settings.showProgress = true
@@ -66,6 +66,9 @@ struct CISoakTests {
         #expect(report.faults["redis_partition", default: 0] >= 1)
         #expect(report.events.contains { $0.kind == "redis_healed" }, "the partition from Redis never healed")
         #expect(report.verdict.checks.contains { $0.name == VerdictChecks.Name.redisPartitions })
+        #expect(report.faults["postgres_path_dies"] == 1)
+        #expect(report.events.contains { $0.kind == "postgres_path_given_up" }, "no instance's silent PostgreSQL connections were watched to the end")
+        #expect(report.verdict.checks.contains { $0.name == VerdictChecks.Name.silentPostgresPaths })
         #expect(report.events.contains { $0.kind == "device_token_renewed" }, "the rotated device was never given its new token")
         #expect(report.events.contains { $0.kind == "device_restored" }, "the restore never finished")
         #expect(report.convergence.revokedDevices == 1)

@@ -131,6 +131,54 @@ import Testing
         #expect(with.count == without.count + 4)
     }
 
+    /// An instance's PostgreSQL connections die silently at least once in every run, even the CI
+    /// soak's minute, clear of what would hide whether both ends gave them up: a kill of that
+    /// instance, a schema upgrade's restarts, a PostgreSQL restart. Switching it on moves
+    /// nothing else.
+    @Test func silentPostgresPathsAreWatchedClearOfRestartsAndMoveNothingElse() {
+        let all = Set(FaultKind.switchable).subtracting([.postgresPathDies])
+        // The CI soak's: in a minute, a schema upgrade's restarts would leave no room.
+        let ci: Set<FaultKind> = [
+            .serverKill, .redisFlush, .snapshotRemoved, .deviceRestore, .deviceRevoke, .deviceRoleDowngrade, .deviceRotate, .databaseRestore,
+            .redisPartition,
+        ]
+        var moved = 0
+        let runs = [(60.0, 1, ci), (60, 3, ci), (600, 3, all), (1800, 2, all)] + [40.0, 50, 90, 150, 900, 3600].map { ($0, 1, all) }
+        for (seconds, instances, others) in runs {
+            for seed in UInt64(0)..<50 {
+                let with = FaultPlan.make(
+                    workload: .seconds(seconds), faults: others.union([.postgresPathDies]), instances: instances, devices: 50, joining: 3,
+                    crashes: 5, seed: seed)
+                let without = FaultPlan.make(
+                    workload: .seconds(seconds), faults: others, instances: instances, devices: 50, joining: 3, crashes: 5, seed: seed)
+                #expect(with.filter { $0.kind != .postgresPathDies } == without, "\(seconds) s, seed \(seed)")
+                let silent = with.filter { $0.kind == .postgresPathDies }
+                if runs.prefix(4).contains(where: { $0.0 == seconds && $0.1 == instances }) {
+                    #expect(silent.count >= max(1, Int(seconds * 0.9 / FaultPlan.silentPathPeriod) - 1), "\(seconds) s, seed \(seed): \(silent.count)")
+                }
+                let period = min(FaultPlan.silentPathPeriod, seconds)
+                for fault in silent {
+                    let offset = (fault.at.inSeconds - period * FaultPlan.silentPathPhase).truncatingRemainder(dividingBy: FaultPlan.silentPathPeriod)
+                    if abs(offset) > 0.001 { moved += 1 }
+                    let watched = fault.at.inSeconds...(fault.at.inSeconds + SilentPathRecovery.bound.inSeconds)
+                    #expect(fault.target < instances && watched.lowerBound < seconds * 0.9)
+                    for other in with {
+                        let at = other.at.inSeconds
+                        let hides = switch other.kind {
+                        // With 5 s either side: a process starting or stopping.
+                        case .serverKill: other.target % instances == fault.target && ((at - 5)...(at + other.duration.inSeconds + 5)).overlaps(watched)
+                        case .schemaUpgrade: (at...(at + Double(instances) * SchemaUpgrade.pause.inSeconds)).overlaps(watched)
+                        case .postgresRestart: (at...(at + 10)).overlaps(watched)
+                        default: false
+                        }
+                        #expect(!hides, "\(seconds) s, seed \(seed): \(other.kind) at \(at) meets the silent path at \(fault.at)")
+                    }
+                }
+            }
+        }
+        #expect(moved > 0, "no silent path had to be moved: the avoidance was not tested")
+    }
+
     /// A kill of an instance while it is cut from Redis (its new process would subscribe afresh and
     /// hide whether the cut one noticed its dead subscription) is moved out of the cut.
     @Test func noInstanceIsKilledWhileItIsCutFromRedis() {
@@ -256,7 +304,7 @@ import Testing
         #expect(try FaultSelection.parse("all") == Set(FaultKind.switchable))
         #expect(Set(FaultKind.switchable) == [
             .serverKill, .redisFlush, .redisRestart, .postgresRestart, .postgresRefuses, .snapshotRemoved, .schemaUpgrade, .databaseRestore,
-            .redisPartition, .deviceRestore, .deviceRevoke, .deviceRoleDowngrade, .deviceRotate,
+            .redisPartition, .postgresPathDies, .deviceRestore, .deviceRevoke, .deviceRoleDowngrade, .deviceRotate,
         ])
         #expect(try FaultSelection.parse("none").isEmpty)
         #expect(try FaultSelection.parse("") .isEmpty)

@@ -11,6 +11,7 @@ public enum FaultKind: String, Sendable, CaseIterable, Codable {
     case schemaUpgrade = "schema_upgrade"
     case databaseRestore = "database_restore"
     case redisPartition = "redis_partition"
+    case postgresPathDies = "postgres_path_dies"
     case deviceCrash = "device_crash"
     case deviceJoin = "device_join"
     case deviceRestore = "device_restore"
@@ -21,7 +22,7 @@ public enum FaultKind: String, Sendable, CaseIterable, Codable {
     /// The faults that hit the server side (switched on by `--faults`).
     public static let serverSide: [FaultKind] = [
         .serverKill, .redisFlush, .redisRestart, .postgresRestart, .postgresRefuses, .snapshotRemoved, .schemaUpgrade, .databaseRestore,
-        .redisPartition,
+        .redisPartition, .postgresPathDies,
     ]
     /// The faults that hit one device's standing with the server (switched on by `--faults`).
     public static let deviceSide: [FaultKind] = [.deviceRestore, .deviceRevoke, .deviceRoleDowngrade, .deviceRotate]
@@ -36,7 +37,7 @@ public enum FaultKind: String, Sendable, CaseIterable, Codable {
 struct ScheduledFault: Sendable, Equatable {
     var at: Duration
     var kind: FaultKind
-    /// The server instance killed or cut from Redis, or the device crashed, joining, restored,
+    /// The server instance killed, cut from Redis or whose PostgreSQL connections die, or the device crashed, joining, restored,
     /// revoked or downgraded (its index).
     var target: Int
     /// How long a killed server stays down before it is started again; how long a
@@ -141,7 +142,57 @@ enum FaultPlan {
             moveKills(&faults, outOf: cuts, total: total, instances: instances)
             faults += cuts
         }
+        if enabled.contains(.postgresPathDies) {
+            faults += silentPaths(total: total, instances: instances, planned: faults, seed: seed)
+        }
         return faults.sorted { $0.at < $1.at }
+    }
+
+    /// How often an instance's connections to PostgreSQL die without a word, and where in the
+    /// first period (or the run).
+    static let silentPathPeriod = 420.0
+    static let silentPathPhase = 0.55
+
+    /// One instance at a time loses its open connections to PostgreSQL for good, silently
+    /// (`SilentFlows`: their packets dropped both ways; new connections pass), every
+    /// `silentPathPeriod`. Its moment and instance are chosen clear of what would hide the
+    /// outcome while the soak watches (``SilentPathRecovery/bound``): a kill of that instance
+    /// or a schema upgrade's restarts (a new process has new connections), a PostgreSQL
+    /// restart (it ends PostgreSQL's end of them). Moved on by 20 s, up to the run's 90 %,
+    /// until clear. From a generator of its own, so that switching it on leaves the other
+    /// faults of a seed as they were.
+    private static func silentPaths(total: Double, instances: Int, planned: [ScheduledFault], seed: UInt64) -> [ScheduledFault] {
+        var random = SplitMix64(seed: seed ^ 0x51_1E47)
+        let count = max(1, instances)
+        // The windows that would hide it, by instance (nil: every instance).
+        let hiding: [(instance: Int?, window: ClosedRange<Double>)] = planned.compactMap { fault in
+            let at = fault.at.inSeconds
+            switch fault.kind {
+            case .serverKill: return (fault.target % count, (at - 5)...(at + fault.duration.inSeconds + 5))
+            case .schemaUpgrade: return (nil, (at - 5)...(at + Double(count) * (SchemaUpgrade.pause.inSeconds + 10)))
+            case .postgresRestart: return (nil, (at - 10)...(at + 20))
+            default: return nil
+            }
+        }
+        let watch = SilentPathRecovery.bound.inSeconds + 5
+        var faults: [ScheduledFault] = []
+        var at = min(silentPathPeriod, total) * silentPathPhase
+        while at < total * 0.9 {
+            let first = Int(random.next() % UInt64(count))
+            var start = at
+            var chosen: Int?
+            while chosen == nil, start < total * 0.9 {
+                chosen = (0..<count).map { (first + $0) % count }.first { target in
+                    !hiding.contains { ($0.instance == nil || $0.instance == target) && $0.window.overlaps(start...(start + watch)) }
+                }
+                if chosen == nil { start += 20 }
+            }
+            if let chosen {
+                faults.append(ScheduledFault(at: .seconds(start), kind: .postgresPathDies, target: chosen, duration: .zero))
+            }
+            at += silentPathPeriod
+        }
+        return faults
     }
 
     /// Moves each kill of an instance planned from 5 s before it is cut from Redis until the

@@ -52,6 +52,8 @@ extension SoakRun {
                 note("postgres_up", "PostgreSQL answers again")
             case .redisPartition:
                 try await partition(fault, fleet: fleet)
+            case .postgresPathDies:
+                try await silencePostgresPath(of: fault.target % fleet.count, fleet: fleet)
             case .postgresRefuses:
                 try await refuseConnections(fleet: fleet, for: fault.duration)
             case .schemaUpgrade:

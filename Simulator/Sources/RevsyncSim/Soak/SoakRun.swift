@@ -51,6 +51,8 @@ public actor SoakRun {
     var redisRelays: [TCPRelay] = []
     /// For each cut from Redis, whether and how soon its instance subscribed anew after the heal.
     var partitionRecoveries: [PartitionRecovery] = []
+    /// For each instance whose PostgreSQL connections died silently, how soon both ends gave them up.
+    var silentPathRecoveries: [SilentPathRecovery] = []
     var offlineNow: [Int: Bool] = [:]
     var progressShown = false
     var lastProgressPrint = ContinuousClock.now - .seconds(60)
@@ -343,6 +345,7 @@ public actor SoakRun {
         if settings.effectiveFaults.contains(.postgresRefuses) { checks.append(VerdictChecks.servedWhileRefused(refusalAnswers)) }
         if settings.effectiveFaults.contains(.deviceRotate) { checks.append(VerdictChecks.rotatedTokens(rotated)) }
         if settings.effectiveFaults.contains(.redisPartition) { checks.append(VerdictChecks.redisPartitions(partitionRecoveries)) }
+        if settings.effectiveFaults.contains(.postgresPathDies) { checks.append(VerdictChecks.silentPostgresPaths(silentPathRecoveries)) }
         if settings.effectiveFaults.contains(.schemaUpgrade) {
             checks.append(VerdictChecks.schemaUpgrade(try await SchemaUpgrade.audit(databaseURL, logger: logger)))
         }

@@ -22,6 +22,7 @@ public enum VerdictChecks {
         public static let schemaUpgrade = "schema upgrade"
         public static let databaseRestore = "database restore"
         public static let redisPartitions = "subscribed again after a cut from Redis"
+        public static let silentPostgresPaths = "PostgreSQL connections that died silently given up"
     }
 
     /// Every instance cut from Redis made its Redis subscription anew after the heal, within
@@ -53,6 +54,35 @@ public enum VerdictChecks {
             name: Name.redisPartitions, passed: true,
             detail: "\(judged.count) cut\(judged.count == 1 ? "" : "s") (\(kinds.joined(separator: ", "))): each instance subscribed to Redis anew, "
                 + "at most \(String(format: "%.1f", slowest)) s after the heal" + aside)
+    }
+
+    /// Every instance whose PostgreSQL connections died silently gave them up within
+    /// ``SilentPathRecovery/bound``, and so did PostgreSQL: kept, they would fill the instance's
+    /// pool (every request `503` for a quarter of an hour) and hold their backends' locks.
+    public static func silentPostgresPaths(_ recoveries: [SilentPathRecovery]) -> VerdictCheck {
+        let name = Name.silentPostgresPaths
+        let judged = recoveries.filter { !$0.restarted }
+        let aside = judged.count < recoveries.count ? "; \(recoveries.count - judged.count) not judged (the instance was restarted meanwhile)" : ""
+        guard !judged.isEmpty else {
+            return VerdictCheck(name: name, passed: false, detail: "no instance's connections to PostgreSQL were made silent and watched" + aside)
+        }
+        let bound = Int(SilentPathRecovery.bound.inSeconds)
+        let kept = judged.filter { $0.instanceClosedAfter == nil || $0.postgresEndedAfter == nil }
+        guard kept.isEmpty else {
+            return VerdictCheck(
+                name: name, passed: false,
+                detail: "\(kept.count) of \(judged.count) silent paths were not given up within \(bound) s: "
+                    + list(kept.map { recovery in
+                        let ends = [recovery.instanceClosedAfter == nil ? "the instance" : nil, recovery.postgresEndedAfter == nil ? "PostgreSQL" : nil]
+                        return "instance \(recovery.instance) (\(recovery.connections) connections; kept by \(ends.compactMap { $0 }.joined(separator: " and ")))"
+                    }) + aside)
+        }
+        let connections = judged.map(\.connections).reduce(0, +)
+        let instance = judged.compactMap(\.instanceClosedAfter).max() ?? 0, postgres = judged.compactMap(\.postgresEndedAfter).max() ?? 0
+        return VerdictCheck(
+            name: name, passed: true,
+            detail: "\(judged.count) time\(judged.count == 1 ? "" : "s"), \(connections) connections: the instance closed them at most "
+                + String(format: "%.1f", instance) + " s after, PostgreSQL ended their backends at most " + String(format: "%.1f", postgres) + " s after" + aside)
     }
 
     /// After the database was restored from a backup under the running servers: its history id
