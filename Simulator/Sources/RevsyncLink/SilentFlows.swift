@@ -15,6 +15,13 @@ public struct SilentFlows: Sendable {
     public let port: Int
     public let clientPorts: [Int]
 
+    /// Whether this process can make connections silent: `nft` may read the ruleset (root)
+    /// and `ss` runs. Throws what failed.
+    public static func check() async throws {
+        _ = try await runProgram(["nft", "list", "tables"])
+        _ = try await runProgram(["ss", "-V"])
+    }
+
     /// Drops every packet between `port` and each of `clientPorts` on this machine, from now on.
     public static func drop(port: Int, clientPorts: [Int], table: String) async throws -> SilentFlows {
         guard !clientPorts.isEmpty else { throw ProgramFailure(description: "no connection to port \(port) to make silent") }

@@ -70,6 +70,15 @@ public actor SoakRun {
         let started = clock.now
         let startedAt = ISO8601DateFormatter().string(from: Date())
         let profile = try linkProfile()
+        if settings.effectiveFaults.contains(.postgresPathDies) {
+            // Before anything starts, not minutes into the run.
+            do {
+                try await SilentFlows.check()
+            } catch {
+                throw SoakError("the postgres-path-dies fault (part of --faults all) drops packets with nftables and finds connections "
+                    + "with ss: run as root after Scripts/setup (it installs nftables and iproute2), or leave it out of --faults. \(error)")
+            }
+        }
         try FileManager.default.createDirectory(atPath: settings.runDirectory, withIntermediateDirectories: true)
         // A run's database is new: files an earlier run left would be another database's, kept for good.
         try? FileManager.default.removeItem(atPath: snapshotDirectory)
