@@ -104,7 +104,7 @@ import Testing
                 try await connection.run("SELECT 1", Self.logger)
                 try await connection.close()
                 let error = await #expect(throws: StoreError.self) { try await connection.run("SELECT 1", Self.logger) }
-                #expect(error.map { "\($0)" } == "PostgreSQL closed the connection (a restart?) before the next statement")
+                #expect(error.map { "\($0)" } == "PostgreSQL closed the connection (a restart, or a transaction left idle too long) before the next statement")
             }
             // The pool replaces it (opening a connection, without a limit: see withOneConnection).
             let value = try await database.withConnection(unlimited: true) { try await $0.rows("SELECT 2::int", Self.logger).first?.decode(Int.self) }

@@ -180,6 +180,10 @@ import Testing
         #expect(!startup.contains { $0.hasPrefix("tcp_keepalives_interval=") })
         let off = try DatabaseURL.configuration("postgres://u@db.example/revsync?keepalives=0", connections: 2).options.additionalStartupParameters
         #expect(off.map(\.0) == ["TimeZone", "application_name"] && off[1].1 == "revsync")
+        // With the server's timeout: a statement, a lock wait, and twice that between two statements.
+        let timed = try DatabaseURL.configuration("postgres://u@db.example/revsync", connections: 2, statementTimeout: .milliseconds(2500))
+            .options.additionalStartupParameters.map { "\($0)=\($1)" }
+        #expect(Set(timed).isSuperset(of: ["statement_timeout=2500", "lock_timeout=2500", "idle_in_transaction_session_timeout=5000"]))
         // The server refuses to start on it, before connecting to anything.
         var settings = ServerSettings.forTests(databaseURL: "postgres://u@127.0.0.1:1/revsync?keepalives_count=x")
         settings.redisURL = nil

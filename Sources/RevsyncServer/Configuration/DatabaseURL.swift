@@ -43,8 +43,16 @@ package enum DatabaseURL {
             // PostgreSQL cancels a statement (or a wait for a lock) that runs too long, and the
             // transaction rolls back: unlike a timer in the server, it cannot leave a COMMIT
             // that went through behind an error. Streaming reads and migrations lift it.
-            let milliseconds = "\(statementTimeout.components.seconds * 1000 + statementTimeout.components.attoseconds / 1_000_000_000_000_000)"
-            configuration.options.additionalStartupParameters += [("statement_timeout", milliseconds), ("lock_timeout", milliseconds)]
+            let milliseconds = statementTimeout.components.seconds * 1000 + statementTimeout.components.attoseconds / 1_000_000_000_000_000
+            // And it ends a session whose transaction waits twice as long for its next statement:
+            // an instance frozen mid-transaction (stopped, its VM paused, starved of CPU), whose
+            // kernel still answers keep-alive, would otherwise hold the revision row's lock, and
+            // every writer of every instance would get 503, for as long as it stays frozen. Ours
+            // send their statements back to back; a slow one is given twice the wait.
+            configuration.options.additionalStartupParameters += [
+                ("statement_timeout", "\(milliseconds)"), ("lock_timeout", "\(milliseconds)"),
+                ("idle_in_transaction_session_timeout", "\(2 * milliseconds)"),
+            ]
         }
         return configuration
     }

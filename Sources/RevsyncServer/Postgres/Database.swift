@@ -65,6 +65,15 @@ public struct Database: Sendable {
         }
     }
 
+    /// Lifts the connection's limits on a statement and on the wait between two (`DatabaseURL`)
+    /// for the rest of its transaction; `locks`: on lock waits too.
+    static func unlimitedTransaction(locks: Bool) -> PostgresQuery {
+        PostgresQuery(unsafeSQL: """
+            SELECT set_config('statement_timeout', '0', true), set_config('idle_in_transaction_session_timeout', '0', true)\(
+                locks ? ", set_config('lock_timeout', '0', true)" : "")
+            """)
+    }
+
     /// What a failed lease becomes. PostgresNIO's own errors are `PSQLError`s (mapped by
     /// `withConnection`), but its pool fails leases with `ConnectionPoolError` once it has
     /// been refused connections for a minute (its circuit breaker): every request then got
@@ -79,8 +88,8 @@ public struct Database: Sendable {
     /// may capture what cannot be sent to another (a file being written).
     func streamingTransaction<T: Sendable>(_ isolation: String, _ body: (PostgresConnection) async throws -> T) async throws -> T {
         try await transaction(isolation) { connection in
-            // A client reads at its own pace: no statement time limit here.
-            try await connection.run("SET LOCAL statement_timeout = 0", logger)
+            // A client reads at its own pace: no time limit on a statement, nor between two.
+            try await connection.run(Self.unlimitedTransaction(locks: false), logger)
             return try await body(connection)
         }
     }
@@ -149,8 +158,19 @@ extension PostgresConnection {
     /// a transaction whose connection PostgreSQL closed between two statements (a restart)
     /// would wait for ever. A snapshot file's build did, mid-way, after a restart in a soak.
     public func openQuery(_ query: PostgresQuery, _ logger: Logger) async throws -> PostgresRowSequence {
-        guard !isClosed else { throw StoreError.unavailable("PostgreSQL closed the connection (a restart?) before the next statement") }
+        try ensureOpen()
         return try await self.query(query, logger: logger)
+    }
+
+    /// Throws unless the connection is open: every statement is sent after it (`openQuery`).
+    /// PostgreSQL also ends a session whose transaction waited too long for its next statement
+    /// (`idle_in_transaction_session_timeout`), and the keep-alive drops one whose path died.
+    /// Called from the connection's event loop (the write path's tasks run there), nothing can
+    /// close it between the check and the write.
+    public func ensureOpen() throws {
+        guard !isClosed else {
+            throw StoreError.unavailable("PostgreSQL closed the connection (a restart, or a transaction left idle too long) before the next statement")
+        }
     }
 }
 

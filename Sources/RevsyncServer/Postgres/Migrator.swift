@@ -29,8 +29,7 @@ public struct Migrator: Sendable {
         let schema = self.schema, document = self.schemaDocument
         // No time limit: a migration may rewrite a large table, and another instance may hold the lock meanwhile.
         return try await database.transaction(unlimited: true) { connection in
-            try await connection.run("SET LOCAL statement_timeout = 0", logger)
-            try await connection.run("SET LOCAL lock_timeout = 0", logger)
+            try await connection.run(Database.unlimitedTransaction(locks: true), logger)
             try await connection.run("SELECT pg_advisory_xact_lock(\(Self.lockKey))", logger)
             try await connection.run(
                 "CREATE TABLE IF NOT EXISTS revsync_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())",

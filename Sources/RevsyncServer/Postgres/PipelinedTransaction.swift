@@ -43,6 +43,9 @@ final class PipelinedTransaction: Sendable {
     /// COMMIT. An aborted transaction answers COMMIT with ROLLBACK and no error: that is thrown.
     func commit() async throws {
         try await checkOpened()
+        // A COMMIT written to a closed connection is never answered (`openQuery`): PostgreSQL may
+        // have ended the session while the transaction waited (`idle_in_transaction_session_timeout`).
+        try connection.ensureOpen()
         committed.withLock { $0 = true }
         let answer: EventLoopFuture<PostgresQueryResult> = connection.query("COMMIT", logger: logger)
         let tag = try await answer.get().metadata.command

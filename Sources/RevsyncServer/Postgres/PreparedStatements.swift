@@ -93,6 +93,8 @@ extension PostgresConnection {
         guard query.binds.count > 0, let slot = PreparedStatements.slot(for: query.sql, connection: id) else {
             return try await rows(query, logger)
         }
+        // As `openQuery` does: a statement written to a closed connection is never answered.
+        try ensureOpen()
         do {
             return try await slotDigits[slot / 16].rows(low: slotDigits[slot % 16], on: self, query.binds, logger)
         } catch {
