@@ -20,11 +20,7 @@ public struct Database: Sendable {
     let sockets: ConnectionSockets
 
     public init(client: PostgresClient, logger: Logger, timeout: Duration) {
-        self.client = client
-        self.logger = logger
-        self.timeout = timeout
-        self.waitDeadlines = ConnectionWaitDeadlines(limit: timeout)
-        self.sockets = ConnectionSockets(keepAlive: TCPKeepAlive(), logger: logger)
+        self.init(client: client, logger: logger, timeout: timeout, keepAlive: TCPKeepAlive())
     }
 
     /// - Parameter keepAlive: how each connection finds a silently dead path

@@ -11,7 +11,7 @@
 /// them from a connection URL (`keepalives`, `keepalives_idle`, `keepalives_interval`,
 /// `keepalives_count`, `tcp_user_timeout`), with 0 leaving a value to the system as libpq
 /// does; the defaults are ours, tighter than the system's, so that a dead path is dropped
-/// within about 10 s of silence.
+/// within about 15 s of silence (10.9–13.6 s in the soak).
 package struct TCPKeepAlive: Sendable, Equatable {
     /// Seconds a connection is silent before the first probe.
     package var idle = 5
