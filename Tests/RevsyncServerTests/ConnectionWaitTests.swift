@@ -28,7 +28,7 @@ import Testing
     /// one can take longer than a second, and that is not the wait the tests measure.
     private static func withOneConnection(timeout: Duration = .seconds(1), _ body: (Database) async throws -> Void) async throws {
         try await withServerDatabaseOfItsOwn(connections: 1, timeout: timeout, logger: logger) { database in
-            try await database.withConnection(unlimited: true) { try await $0.run("SELECT 1", logger) }
+            try await database.withConnection(limits: .unbounded) { try await $0.run("SELECT 1", logger) }
             try await body(database)
         }
     }
@@ -43,7 +43,7 @@ import Testing
             let held = Atomic<Bool>(false)
             group.addTask {
                 // Without a limit: should its lease fail, the loop below would wait for ever.
-                try await database.withConnection(unlimited: true) { _ in
+                try await database.withConnection(limits: .unbounded) { _ in
                     held.store(true, ordering: .sequentiallyConsistent)
                     await release.wait(upTo: hold)
                 }
@@ -85,7 +85,7 @@ import Testing
         try await Self.withOneConnection { database in
             let start = ContinuousClock.now
             try await Self.whileTheConnectionIsHeld(in: database, upTo: .seconds(2)) {
-                let value = try await database.transaction(unlimited: true) { connection in
+                let value = try await database.transaction(limits: .unbounded) { connection in
                     try await connection.rows("SELECT 7::int", Self.logger).first?.decode(Int.self)
                 }
                 #expect(value == 7)
@@ -107,7 +107,7 @@ import Testing
                 #expect(error.map { "\($0)" } == "PostgreSQL closed the connection (a restart, or a transaction left idle too long) before the next statement")
             }
             // The pool replaces it (opening a connection, without a limit: see withOneConnection).
-            let value = try await database.withConnection(unlimited: true) { try await $0.rows("SELECT 2::int", Self.logger).first?.decode(Int.self) }
+            let value = try await database.withConnection(limits: .unbounded) { try await $0.rows("SELECT 2::int", Self.logger).first?.decode(Int.self) }
             #expect(value == 2)
         }
     }

@@ -29,7 +29,7 @@ import Testing
                 let tablet = try await second.register("member", name: "tablet")
                 let logger = first.server.database.logger
 
-                let (phoneAnswer, tabletAnswer) = try await first.server.database.withConnection(unlimited: true) { gate in
+                let (phoneAnswer, tabletAnswer) = try await first.server.database.withConnection(limits: .unbounded) { gate in
                     try await gate.run("SELECT pg_advisory_lock(4242)", logger)
                     // The phone's batch breaks the CHECK, runs again isolated, writes "held" and
                     // stops at its check.

@@ -9,7 +9,7 @@ import Synchronization
 /// lends the connection here; the caller gives up if none came within its deadline (the
 /// child's lease request is then cancelled) and gives the connection back when its body has
 /// ended, which ends the child's closure and returns the connection to the pool.
-final class ConnectionHandoff: Sendable {
+final class ConnectionHandoff: Expiring {
     private enum State {
         case waiting(CheckedContinuation<PostgresConnection?, any Error>?)
         case lent(PostgresConnection)
@@ -64,7 +64,7 @@ final class ConnectionHandoff: Sendable {
     }
 
     /// Whether the caller still waits for a connection (none lent, no deadline, no failure).
-    var isWaiting: Bool {
+    var isPending: Bool {
         state.withLock { state in
             if case .waiting = state { return true }
             return false

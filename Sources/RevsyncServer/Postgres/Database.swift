@@ -15,7 +15,9 @@ public struct Database: Sendable {
     /// Connections leased so far: tests use it to prove a path makes no query at all.
     public let leases = LeaseCounter()
     /// Every wait's deadline for a connection, on one timer.
-    let waitDeadlines: ConnectionWaitDeadlines
+    let waitDeadlines: DeadlineQueue<ConnectionHandoff>
+    /// Every request's lease, closed if still at work after `answerLimit`.
+    let leaseWatches: DeadlineQueue<ConnectionLeaseWatch>
     /// Sets each connection's TCP keep-alive on its first lease.
     let sockets: ConnectionSockets
 
@@ -29,21 +31,41 @@ public struct Database: Sendable {
         self.client = client
         self.logger = logger
         self.timeout = timeout
-        self.waitDeadlines = ConnectionWaitDeadlines(limit: timeout)
+        self.waitDeadlines = DeadlineQueue(limit: timeout)
+        self.leaseWatches = DeadlineQueue(limit: Self.answerLimit(timeout))
         self.sockets = ConnectionSockets(keepAlive: keepAlive, logger: logger)
+    }
+
+    /// How long a request's work on its connection may take (`ConnectionLeaseWatch`): three
+    /// times the timeout. While PostgreSQL answers, its own limits end a statement or a lock
+    /// wait within the timeout, and a transaction idle between two statements within twice
+    /// that, so no request's work comes near it; past it, PostgreSQL has stopped answering.
+    static func answerLimit(_ timeout: Duration) -> Duration { timeout * 3 }
+
+    /// How long a lease of a connection may take.
+    enum LeaseLimits: Sendable {
+        /// A request's work: a connection within the timeout, its work done within
+        /// `answerLimit` (or the connection is closed under it).
+        case request
+        /// Reads at a client's pace (a snapshot's): a connection within the timeout, the
+        /// work unbounded.
+        case stream
+        /// Migrations: a connection whenever one comes, the work unbounded.
+        case unbounded
     }
 
     /// Runs `body` on one connection, in the caller's task. Waiting longer than the timeout for
     /// a connection, or PostgreSQL being unreachable, becomes 503. Once `body` has its
     /// connection, PostgreSQL's own `statement_timeout` and `lock_timeout` bound it (set on
-    /// every connection): a timer here could answer 503 for a COMMIT that went through.
-    /// `unlimited`: no limit on waiting for a connection either.
+    /// every connection): a timer here could answer 503 for a COMMIT that went through. Only a
+    /// PostgreSQL that stopped answering altogether has the connection closed under a request
+    /// (`answerLimit`).
     func withConnection<T: Sendable>(
-        unlimited: Bool = false, _ body: (PostgresConnection) async throws -> T
+        limits: LeaseLimits = .request, _ body: (PostgresConnection) async throws -> T
     ) async throws -> T {
         leases.increment()
         do {
-            return try await withConnectionLent(bounded: !unlimited, body)
+            return try await withConnectionLent(limits, body)
         } catch let error as PSQLError {
             guard let reason = error.unavailability(timeout: timeout) else { throw error }
             throw StoreError.unavailable(reason)
@@ -52,11 +74,11 @@ public struct Database: Sendable {
 
     /// Runs `body` in a transaction with the given isolation; rolls back when it throws.
     func transaction<T: Sendable>(
-        _ isolation: String = "READ COMMITTED", unlimited: Bool = false,
+        _ isolation: String = "READ COMMITTED", limits: LeaseLimits = .request,
         _ body: (PostgresConnection) async throws -> T
     ) async throws -> T {
         let logger = self.logger
-        return try await withConnection(unlimited: unlimited) { connection in
+        return try await withConnection(limits: limits) { connection in
             try await connection.inTransaction(isolation, logger, body)
         }
     }
@@ -83,7 +105,7 @@ public struct Database: Sendable {
     /// it has its connection. `body` runs in the caller's task, as every body here does, so it
     /// may capture what cannot be sent to another (a file being written).
     func streamingTransaction<T: Sendable>(_ isolation: String, _ body: (PostgresConnection) async throws -> T) async throws -> T {
-        try await transaction(isolation) { connection in
+        try await transaction(isolation, limits: .stream) { connection in
             // A client reads at its own pace: no time limit on a statement, nor between two.
             try await connection.run(Self.unlimitedTransaction(locks: false), logger)
             return try await body(connection)
@@ -91,9 +113,10 @@ public struct Database: Sendable {
     }
 
     /// Runs `body` in the caller's task on a connection a child task leases (`ConnectionHandoff`),
-    /// giving up when `bounded` and none was lent within `timeout` (`waitDeadlines`). Once it
-    /// has its connection, `body` runs to its end: its result, or its error, is the answer.
-    private func withConnectionLent<T: Sendable>(bounded: Bool, _ body: (PostgresConnection) async throws -> T) async throws -> T {
+    /// giving up unless `limits` is `.unbounded` and none was lent within `timeout` (`waitDeadlines`).
+    /// Once it has its connection, `body` runs to its end: its result, or its error, is the
+    /// answer; a request's body is watched (`leaseWatches`).
+    private func withConnectionLent<T: Sendable>(_ limits: LeaseLimits, _ body: (PostgresConnection) async throws -> T) async throws -> T {
         let handoff = ConnectionHandoff(), client = self.client
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
@@ -103,7 +126,7 @@ public struct Database: Sendable {
                     handoff.fail(Self.leaseFailure(error))
                 }
             }
-            if bounded { waitDeadlines.add(handoff) }
+            if limits != .unbounded { waitDeadlines.add(handoff) }
             // On every way out, before the group waits for its tasks: the leasing one holds
             // its connection until it is given back.
             defer { handoff.giveBack() }
@@ -114,7 +137,20 @@ public struct Database: Sendable {
                 throw StoreError.unavailable("no PostgreSQL connection became free within \(timeout)")
             }
             await sockets.prepare(connection)
-            let result = try await body(connection)
+            let watch = limits == .request ? ConnectionLeaseWatch(connection) : nil
+            if let watch { leaseWatches.add(watch) }
+            let result: T
+            do {
+                result = try await body(connection)
+            } catch {
+                // Closed under the work: say why, rather than what the closed connection said.
+                // Work that succeeded is answered as such, however late.
+                guard watch?.end() == true else { throw error }
+                let limit = Self.answerLimit(timeout)
+                logger.error("PostgreSQL answered nothing for \(limit) (frozen, or its storage stalled?): a request's connection was closed and the request answered 503")
+                throw StoreError.unavailable("PostgreSQL did not answer within \(limit): is it frozen, or its storage stalled?")
+            }
+            _ = watch?.end()
             group.cancelAll()
             return result
         }

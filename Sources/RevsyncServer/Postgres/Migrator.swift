@@ -28,7 +28,7 @@ public struct Migrator: Sendable {
         let logger = database.logger
         let schema = self.schema, document = self.schemaDocument
         // No time limit: a migration may rewrite a large table, and another instance may hold the lock meanwhile.
-        return try await database.transaction(unlimited: true) { connection in
+        return try await database.transaction(limits: .unbounded) { connection in
             try await connection.run(Database.unlimitedTransaction(locks: true), logger)
             try await connection.run("SELECT pg_advisory_xact_lock(\(Self.lockKey))", logger)
             try await connection.run(

@@ -123,7 +123,7 @@ struct TestHarness: Sendable {
             for _ in 0..<count {
                 group.addTask {
                     if asRequests {
-                        try? await server.database.withConnection(unlimited: true, hold)
+                        try? await server.database.withConnection(limits: .unbounded, hold)
                     } else {
                         try? await server.postgres.withConnection(hold)
                     }

@@ -1,13 +1,13 @@
 import Testing
 @testable import RevsyncServer
 
-/// `ConnectionWaitDeadlines`: one timer for every wait for a connection. (A wait ends early
+/// `DeadlineQueue`: one timer for every wait for a connection. (A wait ends early
 /// here by a failed lease, which needs no database; `ConnectionWaitTests` runs it with one.)
-@Suite struct ConnectionWaitDeadlinesTests {
+@Suite struct DeadlineQueueTests {
     struct LeaseFailed: Error {}
 
     @Test func waitsStillWaitingAtTheirDeadlineAreExpiredAndOnesThatEndedAreNot() async throws {
-        let deadlines = ConnectionWaitDeadlines(limit: .milliseconds(300))
+        let deadlines = DeadlineQueue<ConnectionHandoff>(limit: .milliseconds(300))
         let first = ConnectionHandoff(), ended = ConnectionHandoff(), last = ConnectionHandoff()
         for handoff in [first, ended, last] { deadlines.add(handoff) }
         ended.fail(LeaseFailed())
@@ -25,7 +25,7 @@ import Testing
     /// Waits that end early leave the queue as later ones are added, not at their deadline:
     /// only those behind a wait still waiting stay.
     @Test func waitsThatEndedLeaveTheQueueWithoutWaitingForTheirDeadline() async throws {
-        let deadlines = ConnectionWaitDeadlines(limit: .seconds(600))
+        let deadlines = DeadlineQueue<ConnectionHandoff>(limit: .seconds(600))
         for _ in 0..<1000 {
             let handoff = ConnectionHandoff()
             deadlines.add(handoff)

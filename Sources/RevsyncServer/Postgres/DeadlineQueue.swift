@@ -2,21 +2,30 @@ import NIOCore
 import NIOPosix
 import Synchronization
 
-/// The deadlines of every wait for a PostgreSQL connection of one `Database`, served by one
-/// timer.
+/// What a `DeadlineQueue` expires: something that usually ends well before its deadline.
+protocol Expiring: AnyObject, Sendable {
+    /// Whether it still runs: one that ended is dropped from the queue without a wake-up.
+    var isPending: Bool { get }
+    /// Its deadline came. Returns whether it was still pending (and so was expired).
+    func expire() -> Bool
+}
+
+/// Deadlines of one length for many things at once, served by one timer: every wait of one
+/// `Database` for a connection (`ConnectionHandoff`), and every lease's work
+/// (`ConnectionLeaseWatch`).
 ///
 /// Each wait had a child task sleeping until its deadline. A lease is almost always granted
 /// in microseconds, so the sleep was cancelled, but its timer still fired at the deadline:
 /// every lease woke a thread ten seconds later, and an idle server used measurably more CPU
-/// for ten seconds after every burst (docs/performance.md). Here every wait has the same
-/// limit, so deadlines come in the order the waits began: a queue, whose front is the only
-/// one the timer needs. A wait that got its connection stays queued until it reaches the
-/// front, where it is dropped without a wake-up; the queue holds only the waits from the
-/// oldest still waiting on.
-final class ConnectionWaitDeadlines: Sendable {
+/// for ten seconds after every burst (docs/performance.md). Here every item has the same
+/// limit, so deadlines come in the order the items were added: a queue, whose front is the
+/// only one the timer needs. An item that ended stays queued until it reaches the front,
+/// where it is dropped without a wake-up; the queue holds only the items from the oldest
+/// still pending on.
+final class DeadlineQueue<Item: Expiring>: Sendable {
     private struct Entry {
         let at: NIODeadline
-        let handoff: ConnectionHandoff
+        let item: Item
     }
 
     private struct State {
@@ -28,15 +37,15 @@ final class ConnectionWaitDeadlines: Sendable {
         var armed = false
         var count: Int { entries.count - start }
 
-        /// Drops the waits at the front that no longer wait, and those due at `now` if given,
+        /// Drops the items at the front that ended, and those due at `now` if given,
         /// returning the due ones (to be expired).
-        mutating func dropFront(dueAt now: NIODeadline?) -> [ConnectionHandoff] {
-            var due: [ConnectionHandoff] = []
+        mutating func dropFront(dueAt now: NIODeadline?) -> [Item] {
+            var due: [Item] = []
             while start < entries.count {
                 let entry = entries[start]
                 if let now, entry.at <= now {
-                    due.append(entry.handoff)
-                } else if entry.handoff.isWaiting {
+                    due.append(entry.item)
+                } else if entry.item.isPending {
                     break
                 }
                 start += 1
@@ -61,16 +70,15 @@ final class ConnectionWaitDeadlines: Sendable {
         self.loop = loop
     }
 
-    /// Waits queued, including ones that ended and have not reached the front yet.
+    /// Items queued, including ones that ended and have not reached the front yet.
     var count: Int { state.withLock { $0.count } }
 
-    /// `handoff` is expired (`ConnectionHandoff.expire()`) unless a connection was lent to it
-    /// within `limit` from now.
-    func add(_ handoff: ConnectionHandoff) {
+    /// `item` is expired unless it ended within `limit` from now.
+    func add(_ item: Item) {
         let at = NIODeadline.now() + .nanoseconds(limit.nanoseconds)
         state.withLock { state in
             _ = state.dropFront(dueAt: nil)
-            state.entries.append(Entry(at: at, handoff: handoff))
+            state.entries.append(Entry(at: at, item: item))
             if !state.armed {
                 state.armed = true
                 schedule(at: at)
@@ -83,13 +91,13 @@ final class ConnectionWaitDeadlines: Sendable {
     }
 
     private func fire() {
-        let due: [ConnectionHandoff] = state.withLock { state in
+        let due: [Item] = state.withLock { state in
             let due = state.dropFront(dueAt: .now())
             state.armed = state.count > 0
             if state.armed { schedule(at: state.entries[state.start].at) }
             return due
         }
-        // Outside the lock: an expiry resumes the waiting caller.
-        for handoff in due { _ = handoff.expire() }
+        // Outside the lock: an expiry resumes a waiting caller, or closes a connection.
+        for item in due { _ = item.expire() }
     }
 }
