@@ -70,7 +70,8 @@ struct RevsyncSimCommand: AsyncParsableCommand {
 
     @Option(help: """
         Faults, comma-separated: server-kill, redis-flush, redis-restart, postgres-restart, postgres-refuses, snapshot-removed, schema-upgrade, \
-        database-restore, redis-partition, postgres-path-dies (server side; the last needs root and nft), \
+        database-restore, redis-partition, postgres-path-dies, postgres-freezes (server side; the last two need root, \
+        postgres-path-dies nft too), \
         device-restore, device-revoke, device-role-downgrade, device-rotate (device side), all or none.
         """)
     var faults = "server-kill,redis-flush"

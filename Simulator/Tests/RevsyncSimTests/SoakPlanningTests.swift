@@ -136,7 +136,8 @@ import Testing
     /// instance, a schema upgrade's restarts, a PostgreSQL restart. Switching it on moves
     /// nothing else.
     @Test func silentPostgresPathsAreWatchedClearOfRestartsAndMoveNothingElse() {
-        let all = Set(FaultKind.switchable).subtracting([.postgresPathDies])
+        // Freezes are planned after silent paths, clear of them: they move with them.
+        let all = Set(FaultKind.switchable).subtracting([.postgresPathDies, .postgresFreezes])
         // The CI soak's: in a minute, a schema upgrade's restarts would leave no room.
         let ci: Set<FaultKind> = [
             .serverKill, .redisFlush, .snapshotRemoved, .deviceRestore, .deviceRevoke, .deviceRoleDowngrade, .deviceRotate, .databaseRestore,
@@ -177,6 +178,46 @@ import Testing
             }
         }
         #expect(moved > 0, "no silent path had to be moved: the avoidance was not tested")
+    }
+
+    /// PostgreSQL freezes at least once in nine of ten 10-minute runs with every fault (their plan is
+    /// crowded: the rest have no clear moment, and say so) and in every longer one; nothing else
+    /// that needs PostgreSQL or watches it meets the freeze (nor comes within `freezeMargin` of
+    /// it); switching it on leaves every other fault as it was.
+    @Test func postgresFreezesFallClearOfEveryFaultThatNeedsPostgres() {
+        var tenMinutesWithout = 0
+        let all = Set(FaultKind.switchable)
+        let harmless = FaultPlan.meetFreezes
+        #expect(harmless == [.deviceCrash, .deviceJoin, .snapshotRemoved, .redisFlush, .redisRestart, .postgresFreezes])
+        let span = FrozenPostgres.span.inSeconds
+        for (seconds, instances) in [(600.0, 3), (600, 1), (900, 2), (1800, 3), (3600, 1)] {
+            for seed in UInt64(0)..<50 {
+                let with = FaultPlan.make(workload: .seconds(seconds), faults: all, instances: instances, devices: 50, joining: 3, crashes: 5, seed: seed)
+                let without = FaultPlan.make(
+                    workload: .seconds(seconds), faults: all.subtracting([.postgresFreezes]), instances: instances, devices: 50, joining: 3,
+                    crashes: 5, seed: seed)
+                #expect(with.filter { $0.kind != .postgresFreezes } == without, "\(seconds) s, seed \(seed)")
+                let freezes = with.filter { $0.kind == .postgresFreezes }
+                if seconds == 600 {
+                    if freezes.isEmpty { tenMinutesWithout += 1 }
+                } else {
+                    #expect(freezes.count >= max(1, Int(seconds * 0.9 / FaultPlan.freezePeriod) - 1), "\(seconds) s, seed \(seed): \(freezes.count)")
+                }
+                for freeze in freezes {
+                    let frozen = (freeze.at.inSeconds - FaultPlan.freezeMargin)...(freeze.at.inSeconds + span + FaultPlan.freezeMargin)
+                    #expect(freeze.duration == FrozenPostgres.span && frozen.upperBound - FaultPlan.freezeMargin < seconds * 0.9)
+                    #expect(freezes.allSatisfy { $0 == freeze || abs(($0.at - freeze.at).inSeconds) > span }, "freezes overlap")
+                    for other in with where !harmless.contains(other.kind) {
+                        // At the least from its start to its end (a device's restore: its copy and
+                        // its restore); the planner adds what each needs after.
+                        let at = other.at.inSeconds, end = at + other.duration.inSeconds
+                        let busy = other.kind == .deviceRestore ? [at...at, end...end] : [at...end]
+                        #expect(!busy.contains { $0.overlaps(frozen) }, "\(seconds) s, seed \(seed): \(other.kind) at \(other.at) meets the freeze at \(freeze.at)")
+                    }
+                }
+            }
+        }
+        #expect(tenMinutesWithout <= 10, "\(tenMinutesWithout) of 100 ten-minute runs have no freeze")
     }
 
     /// A kill of an instance while it is cut from Redis (its new process would subscribe afresh and
@@ -304,7 +345,7 @@ import Testing
         #expect(try FaultSelection.parse("all") == Set(FaultKind.switchable))
         #expect(Set(FaultKind.switchable) == [
             .serverKill, .redisFlush, .redisRestart, .postgresRestart, .postgresRefuses, .snapshotRemoved, .schemaUpgrade, .databaseRestore,
-            .redisPartition, .postgresPathDies, .deviceRestore, .deviceRevoke, .deviceRoleDowngrade, .deviceRotate,
+            .redisPartition, .postgresPathDies, .postgresFreezes, .deviceRestore, .deviceRevoke, .deviceRoleDowngrade, .deviceRotate,
         ])
         #expect(try FaultSelection.parse("none").isEmpty)
         #expect(try FaultSelection.parse("") .isEmpty)

@@ -233,4 +233,27 @@ import Testing
         // A refusal that never happened proves nothing.
         #expect(!VerdictChecks.servedWhileRefused([]).passed)
     }
+
+    @Test func frozenPostgresHoldsOnlyWhenEveryProbeWasAnsweredBeforeTheThaw() {
+        let givenUp = ReadinessAnswer(status: 503, seconds: 30.02, error: nil, body: #"{"error":"unavailable","message":"PostgreSQL did not answer within 30.0 seconds: is it frozen, or its storage stalled?"}"#)
+        let waited = ReadinessAnswer(status: 503, seconds: 10.01, error: nil, body: #"{"error":"unavailable","message":"no PostgreSQL connection became free within 10.0 seconds"}"#)
+        let answered = FrozenPostgres(frozenFor: 35.1, probes: [
+            .init(instance: 0, sentAfter: 0.01, answer: givenUp), .init(instance: 1, sentAfter: 1.0, answer: waited),
+        ])
+        #expect(VerdictChecks.frozenPostgres([answered]) == VerdictCheck(
+            name: "answered while PostgreSQL was frozen", passed: true,
+            detail: "1 freeze of at least 35 s: all 2 GET /ready answered before PostgreSQL continued (1 connection given up, 1 no connection free), "
+                + "the slowest after 30.0 s"))
+        // Answered only once PostgreSQL continued: the request waited for as long as the freeze.
+        let late = FrozenPostgres(frozenFor: 35.1, probes: answered.probes + [
+            .init(instance: 2, sentAfter: 0.02, answer: ReadinessAnswer(status: 200, seconds: 35.2, error: nil, body: #"{"status":"ready"}"#)),
+            .init(instance: 2, sentAfter: 1.0, answer: ReadinessAnswer(status: nil, seconds: 65, error: "deadline exceeded")),
+        ])
+        let fail = VerdictChecks.frozenPostgres([late])
+        #expect(!fail.passed)
+        #expect(fail.detail == "2 of 4 GET /ready were not answered while PostgreSQL was frozen: instance 2, asked 0.0 s into the freeze: "
+            + "answered 200 after 35.2 s; instance 2, asked 1.0 s into the freeze: no answer")
+        #expect(!VerdictChecks.frozenPostgres([]).passed, "no freeze proves nothing")
+        #expect(!VerdictChecks.frozenPostgres([FrozenPostgres(frozenFor: 35, probes: [])]).passed)
+    }
 }

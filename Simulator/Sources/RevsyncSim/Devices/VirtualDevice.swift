@@ -83,12 +83,13 @@ actor VirtualDevice {
         self.pollInterval = plan.pollInterval
     }
 
-    /// `POST /devices`, tried again for up to 20 s while the instance does not answer or answers
+    /// `POST /devices`, tried again for up to 60 s while the instance does not answer or answers
     /// a 5xx, as an operator's tool would: a device joins at any moment of a run, and the instance
-    /// may be being killed then (a CI soak's join fell on a kill). A retry after a lost answer
+    /// may be being killed then (a CI soak's join fell on a kill), or PostgreSQL frozen
+    /// (``FrozenPostgres/span``). A retry after a lost answer
     /// registers a second device whose token nobody uses; that one has nothing to compare.
     private static func register(_ plan: Plan, direct: HTTPSyncTransport, adminToken: String) async throws -> RegisteredDevice {
-        let deadline = ContinuousClock.now + .seconds(20)
+        let deadline = ContinuousClock.now + .seconds(60)
         while true {
             do {
                 return try await direct.register(

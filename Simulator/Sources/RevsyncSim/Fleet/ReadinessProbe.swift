@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import NIOCore
 
 /// `GET /ready` of one server.
 enum ReadinessProbe {
@@ -15,8 +16,10 @@ extension ReadinessProbe {
         let started = ContinuousClock.now
         do {
             let response = try await httpClient.execute(HTTPClientRequest(url: url), timeout: .nanoseconds(Int64(timeout.inSeconds * 1e9)))
-            _ = try await response.body.collect(upTo: 64 * 1024)
-            return ReadinessAnswer(status: Int(response.status.code), seconds: (ContinuousClock.now - started).inSeconds, error: nil)
+            let body = try await response.body.collect(upTo: 64 * 1024)
+            return ReadinessAnswer(
+                status: Int(response.status.code), seconds: (ContinuousClock.now - started).inSeconds, error: nil,
+                body: String(buffer: body))
         } catch {
             return ReadinessAnswer(status: nil, seconds: (ContinuousClock.now - started).inSeconds, error: "\(error)")
         }
@@ -28,10 +31,13 @@ public struct ReadinessAnswer: Sendable, Equatable {
     public var status: Int?
     public var seconds: Double
     public var error: String?
+    /// The answer's body (its error message when not 200).
+    public var body: String?
 
-    public init(status: Int?, seconds: Double, error: String?) {
+    public init(status: Int?, seconds: Double, error: String?, body: String? = nil) {
         self.status = status
         self.seconds = seconds
         self.error = error
+        self.body = body
     }
 }

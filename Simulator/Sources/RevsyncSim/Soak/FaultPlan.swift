@@ -12,6 +12,7 @@ public enum FaultKind: String, Sendable, CaseIterable, Codable {
     case databaseRestore = "database_restore"
     case redisPartition = "redis_partition"
     case postgresPathDies = "postgres_path_dies"
+    case postgresFreezes = "postgres_freezes"
     case deviceCrash = "device_crash"
     case deviceJoin = "device_join"
     case deviceRestore = "device_restore"
@@ -22,7 +23,7 @@ public enum FaultKind: String, Sendable, CaseIterable, Codable {
     /// The faults that hit the server side (switched on by `--faults`).
     public static let serverSide: [FaultKind] = [
         .serverKill, .redisFlush, .redisRestart, .postgresRestart, .postgresRefuses, .snapshotRemoved, .schemaUpgrade, .databaseRestore,
-        .redisPartition, .postgresPathDies,
+        .redisPartition, .postgresPathDies, .postgresFreezes,
     ]
     /// The faults that hit one device's standing with the server (switched on by `--faults`).
     public static let deviceSide: [FaultKind] = [.deviceRestore, .deviceRevoke, .deviceRoleDowngrade, .deviceRotate]
@@ -145,7 +146,62 @@ enum FaultPlan {
         if enabled.contains(.postgresPathDies) {
             faults += silentPaths(total: total, instances: instances, planned: faults, seed: seed)
         }
+        if enabled.contains(.postgresFreezes) {
+            faults += freezes(total: total, instances: instances, planned: faults)
+        }
         return faults.sorted { $0.at < $1.at }
+    }
+
+    /// How often PostgreSQL freezes, and where in the first period (or the run) it is first tried.
+    static let freezePeriod = 600.0
+    static let freezePhase = 0.50
+    /// Kept clear either side of a freeze: what comes before must have settled, and what follows
+    /// must not meet the servers still catching up.
+    static let freezeMargin = 5.0
+    /// Faults a freeze may meet: they need neither PostgreSQL nor a watch of it, or (a join)
+    /// wait for it longer than it lasts.
+    static let meetFreezes: Set<FaultKind> = [.deviceCrash, .deviceJoin, .snapshotRemoved, .redisFlush, .redisRestart, .postgresFreezes]
+
+    /// Every process of PostgreSQL stopped for ``FrozenPostgres/span`` (`PostgresProcesses`),
+    /// every `freezePeriod`, at a moment clear of every other fault that needs PostgreSQL or
+    /// watches it: all but `meetFreezes` (a kill's restart migrates, an admin request or a
+    /// restore writes, a watch reads, a PostgreSQL restart would not end), and a device's restore
+    /// only at its two ends (the copy, and the restore with its settling). Tried from
+    /// `freezePhase` of the period on, moved later by a second until clear, then earlier, within
+    /// 10–90 % of the run; none when no moment is clear. Planned last, and draws nothing: the
+    /// other faults of a seed stay as they were.
+    private static func freezes(total: Double, instances: Int, planned: [ScheduledFault]) -> [ScheduledFault] {
+        let span = FrozenPostgres.span.inSeconds, margin = freezeMargin
+        let busy: [ClosedRange<Double>] = planned.flatMap { fault -> [ClosedRange<Double>] in
+            let at = fault.at.inSeconds, duration = fault.duration.inSeconds
+            switch fault.kind {
+            case _ where meetFreezes.contains(fault.kind): return []
+            case .schemaUpgrade: return [at...(at + Double(max(1, instances)) * (SchemaUpgrade.pause.inSeconds + 10))]
+            case .postgresPathDies: return [at...(at + SilentPathRecovery.bound.inSeconds)]
+            // Its watch for a new subscription after the heal reads the instance's metrics, not PostgreSQL.
+            case .redisPartition: return [at...(at + duration + 5)]
+            // The device works offline from its copy to its restore; the restore then waits up to
+            // 20 s for it to settle with the server.
+            case .deviceRestore: return [at...(at + 10), (at + duration)...(at + duration + 30)]
+            default: return [at...(at + duration + 10)]
+            }
+        }
+        var faults: [ScheduledFault] = []
+        func clear(_ start: Double) -> Bool {
+            let frozen = (start - margin)...(start + span + margin)
+            return start >= total * 0.1 && start + span < total * 0.9 && !busy.contains { $0.overlaps(frozen) }
+                && !faults.contains { $0.at.inSeconds - span - margin...($0.at.inSeconds + span + margin) ~= start }
+        }
+        var at = min(freezePeriod, total) * freezePhase
+        while at + span < total * 0.9 {
+            let later = stride(from: at, to: total * 0.9 - span, by: 1).first(where: clear)
+            let earlier = stride(from: at, through: total * 0.1, by: -1).first(where: clear)
+            if let start = later ?? earlier {
+                faults.append(ScheduledFault(at: .seconds(start), kind: .postgresFreezes, target: 0, duration: FrozenPostgres.span))
+            }
+            at += freezePeriod
+        }
+        return faults
     }
 
     /// How often an instance's connections to PostgreSQL die without a word, and where in the

@@ -54,6 +54,8 @@ extension SoakRun {
                 try await partition(fault, fleet: fleet)
             case .postgresPathDies:
                 try await silencePostgresPath(of: fault.target % fleet.count, fleet: fleet)
+            case .postgresFreezes:
+                try await freezePostgres(fleet: fleet)
             case .postgresRefuses:
                 try await refuseConnections(fleet: fleet, for: fault.duration)
             case .schemaUpgrade:

@@ -53,6 +53,9 @@ public actor SoakRun {
     var partitionRecoveries: [PartitionRecovery] = []
     /// For each instance whose PostgreSQL connections died silently, how soon both ends gave them up.
     var silentPathRecoveries: [SilentPathRecovery] = []
+    var frozenPostgres: [FrozenPostgres] = []
+    /// Freezes of PostgreSQL the plan holds: a run may have no moment clear for one (`FaultPlan`).
+    var freezesPlanned = 0
     var offlineNow: [Int: Bool] = [:]
     var progressShown = false
     var lastProgressPrint = ContinuousClock.now - .seconds(60)
@@ -77,6 +80,14 @@ public actor SoakRun {
             } catch {
                 throw SoakError("the postgres-path-dies fault (part of --faults all) drops packets with nftables and finds connections "
                     + "with ss: run as root after Scripts/setup (it installs nftables and iproute2), or leave it out of --faults. \(error)")
+            }
+        }
+        if settings.effectiveFaults.contains(.postgresFreezes) {
+            do {
+                _ = try await PostgresProcesses.of(databaseURL: settings.databaseURL, logger: logger)
+            } catch {
+                throw SoakError("the postgres-freezes fault (part of --faults all) stops PostgreSQL's processes with signals: "
+                    + "run as root on PostgreSQL's host, or leave it out of --faults. \(error)")
             }
         }
         try FileManager.default.createDirectory(atPath: settings.runDirectory, withIntermediateDirectories: true)
@@ -160,6 +171,11 @@ public actor SoakRun {
             let faults = FaultPlan.make(
                 workload: settings.workload, faults: settings.effectiveFaults, instances: fleet.count,
                 devices: settings.devices, joining: settings.joining, crashes: settings.crashes, seed: settings.seed)
+            freezesPlanned = faults.filter { $0.kind == .postgresFreezes }.count
+            if settings.effectiveFaults.contains(.postgresFreezes), freezesPlanned == 0 {
+                say("postgres-freezes: no moment of this run is clear of the faults that need PostgreSQL, so it does not freeze "
+                    + "(and its check is left out); another seed, or a longer run, has one")
+            }
 
             let report: SoakReport = try await SoakDatabase.withClient(url: databaseURL, logger: logger) { client in
                 try await self.workloadHealDrainVerdict(
@@ -355,6 +371,7 @@ public actor SoakRun {
         if settings.effectiveFaults.contains(.deviceRotate) { checks.append(VerdictChecks.rotatedTokens(rotated)) }
         if settings.effectiveFaults.contains(.redisPartition) { checks.append(VerdictChecks.redisPartitions(partitionRecoveries)) }
         if settings.effectiveFaults.contains(.postgresPathDies) { checks.append(VerdictChecks.silentPostgresPaths(silentPathRecoveries)) }
+        if settings.effectiveFaults.contains(.postgresFreezes), freezesPlanned > 0 { checks.append(VerdictChecks.frozenPostgres(frozenPostgres)) }
         if settings.effectiveFaults.contains(.schemaUpgrade) {
             checks.append(VerdictChecks.schemaUpgrade(try await SchemaUpgrade.audit(databaseURL, logger: logger)))
         }

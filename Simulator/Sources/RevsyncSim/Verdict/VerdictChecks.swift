@@ -23,6 +23,7 @@ public enum VerdictChecks {
         public static let databaseRestore = "database restore"
         public static let redisPartitions = "subscribed again after a cut from Redis"
         public static let silentPostgresPaths = "PostgreSQL connections that died silently given up"
+        public static let frozenPostgres = "answered while PostgreSQL was frozen"
     }
 
     /// Every instance cut from Redis made its Redis subscription anew after the heal, within
@@ -83,6 +84,33 @@ public enum VerdictChecks {
             name: name, passed: true,
             detail: "\(judged.count) time\(judged.count == 1 ? "" : "s"), \(connections) connections: the instance closed them at most "
                 + String(format: "%.1f", instance) + " s after, PostgreSQL ended their backends at most " + String(format: "%.1f", postgres) + " s after" + aside)
+    }
+
+    /// Every `GET /ready` asked while PostgreSQL was frozen was answered before it continued
+    /// (`FrozenPostgres`): a request whose statement went into the frozen PostgreSQL must not
+    /// wait for as long as the freeze lasts.
+    public static func frozenPostgres(_ freezes: [FrozenPostgres]) -> VerdictCheck {
+        let name = Name.frozenPostgres
+        let probes = freezes.flatMap(\.probes)
+        guard !probes.isEmpty else {
+            return VerdictCheck(name: name, passed: false, detail: freezes.isEmpty ? "PostgreSQL was not frozen" : "no instance was asked while PostgreSQL was frozen")
+        }
+        let unanswered = freezes.flatMap(\.unanswered)
+        guard unanswered.isEmpty else {
+            return VerdictCheck(
+                name: name, passed: false,
+                detail: "\(unanswered.count) of \(probes.count) GET /ready were not answered while PostgreSQL was frozen: "
+                    + list(unanswered.map { probe in
+                        let answer = probe.answer.status.map { "answered \($0) after " + String(format: "%.1f s", probe.answeredAfter) } ?? "no answer"
+                        return "instance \(probe.instance), asked " + String(format: "%.1f s", probe.sentAfter) + " into the freeze: \(answer)"
+                    }))
+        }
+        let span = freezes.map(\.frozenFor).min() ?? 0, slowest = probes.map(\.answeredAfter).max() ?? 0
+        return VerdictCheck(
+            name: name, passed: true,
+            detail: "\(freezes.count) freeze\(freezes.count == 1 ? "" : "s") of at least " + String(format: "%.0f s", span)
+                + ": all \(probes.count) GET /ready answered before PostgreSQL continued (\(FrozenPostgres.describe(probes))), the slowest after "
+                + String(format: "%.1f s", slowest))
     }
 
     /// After the database was restored from a backup under the running servers: its history id
