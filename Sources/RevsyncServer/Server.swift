@@ -59,8 +59,11 @@ public struct Server: Sendable {
         let configuration = try Self.postgresConfiguration(settings)
         postgres = PostgresClient(configuration: configuration, backgroundLogger: logger)
         let keepAlive = try DatabaseURL.keepAlive(settings.databaseURL)
-        database = Database(client: postgres, logger: logger, timeout: settings.databaseTimeout, keepAlive: keepAlive)
-        metrics = ServerMetrics(entities: Set(schema.entities.map(\.name)))
+        let metrics = ServerMetrics(entities: Set(schema.entities.map(\.name)))
+        self.metrics = metrics
+        database = Database(
+            client: postgres, logger: logger, timeout: settings.databaseTimeout, keepAlive: keepAlive,
+            onUnanswered: { metrics.recordUnansweredConnection() })
         migrator = Migrator(database: database, schema: schema, schemaDocument: String(decoding: schemaData, as: UTF8.self))
         devices = DeviceStore(database: database, lookupsPerSecond: settings.tokenLookupsPerSecond, batchedLookups: true)
         let postgresLog = PostgresChangeLog(database: database)
@@ -78,7 +81,6 @@ public struct Server: Sendable {
             cache = nil
             changeLog = postgresLog
         }
-        let metrics = self.metrics
         waiters = CommitWaiters(timers: MultiThreadedEventLoopGroup.singleton, changed: { metrics.recordWaiting($0) })
         var changeSets = PostgresChangeSetStore(database: database, schema: schema)
         changeSets.delayAfterStamp = applyDelay

@@ -69,6 +69,7 @@ import Glibc
                 #expect(answeredWhileStopped, "the request was answered only once PostgreSQL answered again (\(status))")
                 #expect(status == .serviceUnavailable)
                 #expect(String(buffer: body).contains("did not answer within 6"), "\(String(buffer: body))")
+                #expect(other.server.metrics.exposition().contains("revsync_postgres_unanswered_total 1"))
 
                 // The backend may have read the COMMIT before it stopped: the device's retry of
                 // the same seq gets its outcome either way, and the note is stored once.

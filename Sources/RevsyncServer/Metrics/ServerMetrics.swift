@@ -62,13 +62,19 @@ public struct ServerMetrics: Sendable {
         handles.counter("revsync_catchup_change_sets_total").increment(by: changeSets)
     }
 
-    /// Cache events: "hits" and "misses" count change sets, "backfills" PostgreSQL reads that filled holes,
-    /// "errors" failed Redis calls, "writes" change sets written through.
     /// A batch's transaction run again after PostgreSQL broke a deadlock or refused to serialize it.
     func recordBatchRetry(reason: String) {
         handles.counter("revsync_batch_retries_total", [("reason", reason)]).increment()
     }
 
+    /// A request's connection closed because PostgreSQL left its work unanswered past the
+    /// answer limit (`ConnectionLeaseWatch`): a frozen PostgreSQL, or its storage stalled.
+    func recordUnansweredConnection() {
+        handles.counter("revsync_postgres_unanswered_total").increment()
+    }
+
+    /// Cache events: "hits" and "misses" count change sets, "backfills" PostgreSQL reads that filled holes,
+    /// "errors" failed Redis calls, "writes" change sets written through.
     func recordCache(_ event: String, count: Int = 1) {
         guard count > 0 else { return }
         handles.counter("revsync_cache_\(event)_total").increment(by: count)

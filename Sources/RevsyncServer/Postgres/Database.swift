@@ -20,15 +20,22 @@ public struct Database: Sendable {
     let leaseWatches: DeadlineQueue<ConnectionLeaseWatch>
     /// Sets each connection's TCP keep-alive on its first lease.
     let sockets: ConnectionSockets
+    /// Called each time a request's connection is closed for PostgreSQL leaving it unanswered (a metric).
+    let onUnanswered: @Sendable () -> Void
 
     public init(client: PostgresClient, logger: Logger, timeout: Duration) {
         self.init(client: client, logger: logger, timeout: timeout, keepAlive: TCPKeepAlive())
     }
 
-    /// - Parameter keepAlive: how each connection finds a silently dead path
-    ///   (`TCPKeepAlive`); nil keeps the system's TCP settings.
-    package init(client: PostgresClient, logger: Logger, timeout: Duration, keepAlive: TCPKeepAlive?) {
+    /// - Parameters:
+    ///   - keepAlive: how each connection finds a silently dead path (`TCPKeepAlive`); nil keeps
+    ///     the system's TCP settings.
+    ///   - onUnanswered: called each time `ConnectionLeaseWatch` closes a request's connection.
+    package init(
+        client: PostgresClient, logger: Logger, timeout: Duration, keepAlive: TCPKeepAlive?, onUnanswered: @escaping @Sendable () -> Void = {}
+    ) {
         self.client = client
+        self.onUnanswered = onUnanswered
         self.logger = logger
         self.timeout = timeout
         self.waitDeadlines = DeadlineQueue(limit: timeout)
@@ -146,6 +153,7 @@ public struct Database: Sendable {
                 // Closed under the work: say why, rather than what the closed connection said.
                 // Work that succeeded is answered as such, however late.
                 guard watch?.end() == true else { throw error }
+                onUnanswered()
                 let limit = Self.answerLimit(timeout)
                 logger.error("PostgreSQL answered nothing for \(limit) (frozen, or its storage stalled?): a request's connection was closed and the request answered 503")
                 throw StoreError.unavailable("PostgreSQL did not answer within \(limit): is it frozen, or its storage stalled?")
