@@ -77,6 +77,11 @@ final class ConnectionHandoff: Expiring {
         finishWaiting(with: nil)
     }
 
+    func deadlineCame() -> Bool {
+        _ = expire()
+        return false
+    }
+
     /// The lease failed before a connection was lent: the caller gets `error`.
     func fail(_ error: any Error) {
         _ = finishWaiting(with: error)

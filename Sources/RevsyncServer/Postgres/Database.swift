@@ -16,7 +16,8 @@ public struct Database: Sendable {
     public let leases = LeaseCounter()
     /// Every wait's deadline for a connection, on one timer.
     let waitDeadlines: DeadlineQueue<ConnectionHandoff>
-    /// Every request's lease, closed if still at work after `answerLimit`.
+    /// Every request's lease, looked at every `timeout`, closed once PostgreSQL was silent on
+    /// it for `answerLimit`.
     let leaseWatches: DeadlineQueue<ConnectionLeaseWatch>
     /// Sets each connection's TCP keep-alive on its first lease.
     let sockets: ConnectionSockets
@@ -39,20 +40,22 @@ public struct Database: Sendable {
         self.logger = logger
         self.timeout = timeout
         self.waitDeadlines = DeadlineQueue(limit: timeout)
-        self.leaseWatches = DeadlineQueue(limit: Self.answerLimit(timeout))
+        self.leaseWatches = DeadlineQueue(limit: timeout)
         self.sockets = ConnectionSockets(keepAlive: keepAlive, logger: logger)
     }
 
-    /// How long a request's work on its connection may take (`ConnectionLeaseWatch`): three
-    /// times the timeout. While PostgreSQL answers, its own limits end a statement or a lock
-    /// wait within the timeout, and a transaction idle between two statements within twice
-    /// that, so no request's work comes near it; past it, PostgreSQL has stopped answering.
+    /// How long PostgreSQL may send nothing on a request's connection while the request's work
+    /// is under way (`ConnectionLeaseWatch`): three times the timeout. While PostgreSQL runs,
+    /// its own limits answer a statement or a lock wait within the timeout, and end a
+    /// transaction idle between two statements within twice that; past it, PostgreSQL has
+    /// stopped answering. The watch looks every timeout, so it closes the connection within
+    /// three to four times the timeout of PostgreSQL's last word.
     static func answerLimit(_ timeout: Duration) -> Duration { timeout * 3 }
 
     /// How long a lease of a connection may take.
     enum LeaseLimits: Sendable {
-        /// A request's work: a connection within the timeout, its work done within
-        /// `answerLimit` (or the connection is closed under it).
+        /// A request's work: a connection within the timeout, and PostgreSQL silent on it
+        /// no longer than `answerLimit` (or the connection is closed under it).
         case request
         /// Reads at a client's pace (a snapshot's): a connection within the timeout, the
         /// work unbounded.
@@ -66,7 +69,7 @@ public struct Database: Sendable {
     /// connection, PostgreSQL's own `statement_timeout` and `lock_timeout` bound it (set on
     /// every connection): a timer here could answer 503 for a COMMIT that went through. Only a
     /// PostgreSQL that stopped answering altogether has the connection closed under a request
-    /// (`answerLimit`).
+    /// (silent for `answerLimit`).
     func withConnection<T: Sendable>(
         limits: LeaseLimits = .request, _ body: (PostgresConnection) async throws -> T
     ) async throws -> T {
@@ -120,7 +123,7 @@ public struct Database: Sendable {
     }
 
     /// Runs `body` in the caller's task on a connection a child task leases (`ConnectionHandoff`),
-    /// giving up unless `limits` is `.unbounded` and none was lent within `timeout` (`waitDeadlines`).
+    /// giving up when none was lent within `timeout` (`waitDeadlines`), unless `limits` is `.unbounded`.
     /// Once it has its connection, `body` runs to its end: its result, or its error, is the
     /// answer; a request's body is watched (`leaseWatches`).
     private func withConnectionLent<T: Sendable>(_ limits: LeaseLimits, _ body: (PostgresConnection) async throws -> T) async throws -> T {
@@ -143,8 +146,8 @@ public struct Database: Sendable {
                 group.cancelAll()
                 throw StoreError.unavailable("no PostgreSQL connection became free within \(timeout)")
             }
-            await sockets.prepare(connection)
-            let watch = limits == .request ? ConnectionLeaseWatch(connection) : nil
+            let heard = await sockets.prepare(connection)
+            let watch = limits == .request ? ConnectionLeaseWatch(connection, silenceLimit: Self.answerLimit(timeout), heard: heard) : nil
             if let watch { leaseWatches.add(watch) }
             let result: T
             do {

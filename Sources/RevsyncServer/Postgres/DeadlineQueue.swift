@@ -6,13 +6,13 @@ import Synchronization
 protocol Expiring: AnyObject, Sendable {
     /// Whether it still runs: one that ended is dropped from the queue without a wake-up.
     var isPending: Bool { get }
-    /// Its deadline came. Returns whether it was still pending (and so was expired).
-    func expire() -> Bool
+    /// Its deadline came. Returns true to be queued again, for one more limit from now.
+    func deadlineCame() -> Bool
 }
 
 /// Deadlines of one length for many things at once, served by one timer: every wait of one
-/// `Database` for a connection (`ConnectionHandoff`), and every lease's work
-/// (`ConnectionLeaseWatch`).
+/// `Database` for a connection (`ConnectionHandoff`), and every look at a request's work on
+/// its connection (`ConnectionLeaseWatch`, queued again after each).
 ///
 /// Each wait had a child task sleeping until its deadline. A lease is almost always granted
 /// in microseconds, so the sleep was cancelled, but its timer still fired at the deadline:
@@ -98,6 +98,6 @@ final class DeadlineQueue<Item: Expiring>: Sendable {
             return due
         }
         // Outside the lock: an expiry resumes a waiting caller, or closes a connection.
-        for item in due { _ = item.expire() }
+        for item in due where item.deadlineCame() { add(item) }
     }
 }
