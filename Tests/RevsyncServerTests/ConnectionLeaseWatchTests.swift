@@ -38,16 +38,16 @@ import Testing
     @Test func workPostgreSQLKeepsAnsweringIsNotCutHoweverLong() async throws {
         try await withServerDatabaseOfItsOwn(connections: 1, timeout: .seconds(3), logger: Self.logger) { database in
             let logger = Self.logger
-            let (first, last, statements) = try await database.withConnection { connection in
+            // 14 s of statements on one lease: past the 9 s at which that first version cut, and
+            // past the watch's looks at 3, 6, 9 and 12 s. Cut, the loop's next statement throws.
+            // (How many statements fit is not asserted: a loaded machine runs fewer.)
+            let first = try await database.withConnection { connection in
                 let started = ContinuousClock.now
-                var statements = 0
                 while ContinuousClock.now - started < .seconds(14) {
                     try await connection.run("SELECT pg_sleep(0.5)", logger)
-                    statements += 1
                 }
-                return (connection.id, connection.id, statements)
+                return connection.id
             }
-            #expect(first == last && statements >= 20, "\(statements) statements")
             let after = try await database.withConnection { $0.id }
             #expect(after == first, "the connection was closed under work PostgreSQL kept answering")
         }
