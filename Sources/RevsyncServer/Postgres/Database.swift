@@ -19,8 +19,8 @@ public struct Database: Sendable {
     /// Every request's lease, looked at every `timeout`, closed once PostgreSQL was silent on
     /// it for `answerLimit`.
     let leaseWatches: DeadlineQueue<ConnectionLeaseWatch>
-    /// Sets each connection's TCP keep-alive on its first lease.
-    let sockets: ConnectionSockets
+    /// Gives each connection its TCP keep-alive and its `HeardStamp` on its first lease.
+    let setup: ConnectionSetup
     /// Called each time a request's connection is closed for PostgreSQL leaving it unanswered (a metric).
     let onUnanswered: @Sendable () -> Void
 
@@ -41,7 +41,7 @@ public struct Database: Sendable {
         self.timeout = timeout
         self.waitDeadlines = DeadlineQueue(limit: timeout)
         self.leaseWatches = DeadlineQueue(limit: timeout)
-        self.sockets = ConnectionSockets(keepAlive: keepAlive, logger: logger)
+        self.setup = ConnectionSetup(keepAlive: keepAlive, logger: logger)
     }
 
     /// How long PostgreSQL may send nothing on a request's connection while the request's work
@@ -146,7 +146,7 @@ public struct Database: Sendable {
                 group.cancelAll()
                 throw StoreError.unavailable("no PostgreSQL connection became free within \(timeout)")
             }
-            let heard = await sockets.prepare(connection)
+            let heard = await setup.prepare(connection)
             let watch = limits == .request ? ConnectionLeaseWatch(connection, silenceLimit: Self.answerLimit(timeout), heard: heard) : nil
             if let watch { leaseWatches.add(watch) }
             let result: T

@@ -2,7 +2,7 @@ import NIOCore
 import Synchronization
 
 /// When a PostgreSQL connection last received anything: a pass-through handler at the head of
-/// its channel's pipeline (`ConnectionSockets`), so that `ConnectionLeaseWatch` can tell a
+/// its channel's pipeline (`ConnectionSetup`), so that `ConnectionLeaseWatch` can tell a
 /// PostgreSQL that answers slowly from one that answers nothing. One atomic store per read.
 final class HeardStamp: ChannelInboundHandler, Sendable {
     typealias InboundIn = ByteBuffer

@@ -18,7 +18,7 @@ import Glibc
 /// A connection the pool opened and never lent (it came too late for the request that asked
 /// for it) keeps the system's settings until its first lease: the pool closes it idle within
 /// a minute.
-final class ConnectionSockets: Sendable {
+final class ConnectionSetup: Sendable {
     let keepAlive: TCPKeepAlive?
     private let logger: Logger
     /// Connections already set, until they close, with their stamp (nil where the channel is hidden).
