@@ -265,10 +265,16 @@ actor Gate {
         waiters.removeAll()
     }
 
+    /// Returns once a change set waits at the gate. Gives up after 30 s, and opens the gate
+    /// first: a change set that reaches it later then goes on, where it would have waited for
+    /// ever, and with it the test's implicit wait for its request (a hang instead of a failure).
     func waitUntilHeld() async throws {
         let started = ContinuousClock.now
         while !held {
-            guard ContinuousClock.now - started < .seconds(10) else { throw TestSetupError("the change set never reached the gate") }
+            guard ContinuousClock.now - started < .seconds(30) else {
+                open()
+                throw TestSetupError("the change set never reached the gate within 30 s")
+            }
             try await Task.sleep(for: .milliseconds(10))
         }
     }
